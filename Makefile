@@ -1,0 +1,66 @@
+# Tuma — see README.md. `make run` and `make test` are the two commands that matter.
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+BIN       := bin/tuma
+FUZZTIME  ?= 30s
+
+# make run turns the admin API on with a development token so the README's examples work;
+# set TUMA_ADMIN_TOKEN yourself for anything else.
+export TUMA_ADMIN_TOKEN ?= dev-admin-token-change-me
+
+.PHONY: run build test vet fmt-check lint bench fuzz migrate stores clean
+
+## run: start PostgreSQL and Redis if needed, build, migrate and serve on simulated carriers
+run: stores build
+	@$(BIN) migrate
+	@echo
+	@echo "  API       $${TUMA_PUBLIC_URL:-http://127.0.0.1:8080}"
+	@echo "  Explorer  $${TUMA_PUBLIC_URL:-http://127.0.0.1:8080}/docs"
+	@echo "  Metrics   $${TUMA_PUBLIC_URL:-http://127.0.0.1:8080}/metrics"
+	@echo "  Admin     Authorization: Bearer $$TUMA_ADMIN_TOKEN"
+	@echo
+	@exec $(BIN) serve
+
+## build: compile the binary to bin/tuma
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tuma
+
+## test: vet, gofmt check and every test (unit, integration, end-to-end) with the race detector
+test: vet fmt-check
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## lint: vet, gofmt and staticcheck
+lint: vet fmt-check
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+## bench: the Go benchmarks (the full bench suite arrives with `tuma bench`)
+bench: stores
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+## fuzz: run every fuzz target for FUZZTIME each (corpora live in testdata/fuzz)
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+## migrate: apply database migrations
+migrate: stores
+	$(GO) run ./cmd/tuma migrate
+
+## stores: make sure PostgreSQL and Redis are running
+stores:
+	@deploy/dev/stores.sh
+
+clean:
+	rm -rf bin

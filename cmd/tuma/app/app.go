@@ -1,0 +1,178 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/persistence/redis"
+	"github.com/tuma-sms/tuma/transport"
+	"github.com/tuma-sms/tuma/transport/auth"
+)
+
+// NewLogger builds the process logger the configuration asks for.
+func NewLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// App is a running node. Build it with New, then Run it.
+type App struct {
+	cfg      Config
+	log      *slog.Logger
+	store    *persistence.Store
+	redis    *redis.Client
+	registry *prometheus.Registry
+	http     *transport.Server
+	ln       net.Listener
+}
+
+// New connects the stores (creating and migrating the database as configured), builds every
+// component and opens the listener. Nothing serves until Run.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+	a := &App{cfg: cfg, log: log, registry: prometheus.NewRegistry()}
+	if err := a.build(ctx); err != nil {
+		a.closeStores()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) build(ctx context.Context) (err error) {
+	cfg, log := a.cfg, a.log
+	if cfg.JWTSecretGenerated {
+		log.Warn("TUMA_JWT_SECRET is unset: using a random secret, so tokens die with this process")
+	}
+	a.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "tuma"}),
+	)
+
+	a.store, err = persistence.Open(ctx, persistence.Options{URL: cfg.DatabaseURL, MaxConns: int32(cfg.DatabaseMaxConns)}, log)
+	if err != nil {
+		return fmt.Errorf("postgresql: %w", err)
+	}
+	if cfg.MigrateOnStart {
+		from, to, err := a.store.Migrate(ctx)
+		if err != nil {
+			return err
+		}
+		if from != to {
+			log.Info("migrated database", slog.Int("from", int(from)), slog.Int("to", int(to)))
+		}
+	}
+	a.redis, err = redis.New(ctx, redis.Options{URL: cfg.RedisURL, Prefix: cfg.RedisPrefix}, log)
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if !a.redis.Available() {
+		log.Warn("redis is not reachable; serving with in-process fallbacks until it is", slog.String("url", redact("TUMA_REDIS_URL", cfg.RedisURL)))
+	}
+
+	passwords, err := auth.NewPasswords(cfg.BcryptCost)
+	if err != nil {
+		return err
+	}
+	tokens := auth.NewTokens([]byte(cfg.JWTSecret), time.Now)
+	principals := redis.NewPrincipals(a.redis, 5*time.Minute)
+	loginPerSecond := float64(cfg.LoginPerMinute) / 60
+	a.http, err = transport.New(transport.Options{
+		PublicURL:         cfg.PublicURL,
+		DashboardURL:      cfg.DashboardURL,
+		MaxBodyBytes:      cfg.MaxBodyBytes,
+		RequestTimeout:    cfg.RequestTimeout,
+		AccessLog:         cfg.AccessLog,
+		TrustForwardedFor: cfg.TrustForwardedFor,
+		AccountRate:       redis.Rate{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst},
+		LoginRatePerEmail: redis.Rate{PerSecond: loginPerSecond, Burst: cfg.LoginPerMinute},
+		LoginRatePerIP:    redis.Rate{PerSecond: loginPerSecond * 10, Burst: cfg.LoginPerMinute * 10},
+		RefreshTokenTTL:   cfg.RefreshTokenTTL,
+		AdminToken:        cfg.AdminToken,
+	}, transport.Deps{
+		Log:         log,
+		Registerer:  a.registry,
+		Gatherer:    a.registry,
+		Accounts:    a.store,
+		Idempotency: a.store,
+		Auth:        auth.NewAuthenticator(a.store, principals, tokens),
+		Passwords:   passwords,
+		Tokens:      tokens,
+		Principals:  principals,
+		Limiter:     redis.NewLimiter(a.redis),
+		Plan:        carriers.DefaultPlan(),
+		Checks: []transport.Check{
+			{Name: "postgres", Critical: true, Probe: a.store.Ping},
+			{Name: "redis", Critical: false, Probe: a.redis.Ping},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	a.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (TUMA_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	return nil
+}
+
+// Addr is the address the API listens on (useful when configured with port 0).
+func (a *App) Addr() string { return a.ln.Addr().String() }
+
+// Run serves until ctx is cancelled, then shuts down in order: stop taking requests and let
+// in-flight ones finish, then close the stores, all within the shutdown timeout.
+func (a *App) Run(ctx context.Context) error {
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- a.http.Serve(a.ln) }()
+	a.log.Info("tuma is serving",
+		slog.String("api", a.cfg.PublicURL),
+		slog.String("docs", a.cfg.PublicURL+"/docs"),
+		slog.String("metrics", a.cfg.PublicURL+"/metrics"),
+		slog.String("listen", a.Addr()))
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		err = fmt.Errorf("http server: %w", err)
+	}
+	a.log.Info("shutting down", slog.Duration("timeout", a.cfg.ShutdownTimeout))
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := a.http.Shutdown(sctx); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	a.closeStores()
+	a.log.Info("stopped")
+	return err
+}
+
+func (a *App) closeStores() {
+	if a.redis != nil {
+		a.redis.Close()
+	}
+	if a.store != nil {
+		a.store.Close()
+	}
+}
+
+// Migrate applies pending migrations and reports the versions (for `tuma migrate`).
+func Migrate(ctx context.Context, cfg Config, log *slog.Logger) (from, to int32, err error) {
+	st, err := persistence.Open(ctx, persistence.Options{URL: cfg.DatabaseURL, MaxConns: 2}, log)
+	if err != nil {
+		return 0, 0, fmt.Errorf("postgresql: %w", err)
+	}
+	defer st.Close()
+	return st.Migrate(ctx)
+}

@@ -1,0 +1,85 @@
+// Command tuma runs the Tuma bulk SMS platform.
+//
+//	tuma [serve]   run the service (default)
+//	tuma migrate   apply database migrations and exit
+//	tuma config    print the effective configuration, secrets redacted
+//	tuma version   print the version
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/tuma-sms/tuma/cmd/tuma/app"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv); err != nil {
+		fmt.Fprintln(os.Stderr, "tuma:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd = args[0]
+	}
+	switch cmd {
+	case "version", "--version", "-v":
+		_, err := fmt.Fprintln(stdout, "tuma", version)
+		return err
+	case "config":
+		if len(args) > 1 && args[1] == "--markdown" { // the README's configuration table
+			app.Markdown(stdout)
+			return nil
+		}
+	case "help", "--help", "-h":
+		_, err := fmt.Fprintln(stdout, usage)
+		return err
+	case "serve", "migrate":
+	default:
+		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	}
+
+	cfg, err := app.LoadConfig(lookup)
+	if err != nil {
+		return err
+	}
+	log := app.NewLogger(cfg, stderr)
+	switch cmd {
+	case "config":
+		return cfg.Print(stdout)
+	case "migrate":
+		from, to, err := app.Migrate(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "database schema at version %d (was %d)\n", to, from)
+		return err
+	}
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+const usage = `usage: tuma [command]
+
+commands:
+  serve     run the service (default)
+  migrate   apply database migrations and exit
+  config    print the effective configuration, secrets redacted
+  version   print the version
+
+Configuration comes from TUMA_* environment variables; see README.md.`

@@ -1,0 +1,252 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Account statuses.
+const (
+	StatusActive    = "active"
+	StatusSuspended = "suspended"
+)
+
+// Account is a tenant: one customer with its credentials and profile.
+type Account struct {
+	ID           uuid.UUID
+	Email        string
+	PasswordHash string
+	FullName     string
+	CompanyName  string
+	Phone        string
+	BusinessType string
+	Country      string
+	Status       string
+	Verified     bool
+	CreatedAt    time.Time
+	BalanceCents int64 // from the wallet, for the user object
+}
+
+// Active reports whether the account may use the API.
+func (a Account) Active() bool { return a.Status == StatusActive }
+
+// NewAccount is what registration stores.
+type NewAccount struct {
+	Email        string // already lower-cased and validated
+	PasswordHash string
+	FullName     string
+	CompanyName  string
+	Phone        string
+	BusinessType string
+	Country      string
+	APIKeyHash   []byte
+	APIKeyPrefix string
+}
+
+const accountColumns = `a.id, a.email, a.password_hash, a.full_name, a.company_name, a.phone, a.business_type,
+	a.country, a.status, a.is_verified, a.created_at, coalesce(w.balance_cents, 0)`
+
+func scanAccount(row pgx.Row) (Account, error) {
+	var a Account
+	err := row.Scan(&a.ID, &a.Email, &a.PasswordHash, &a.FullName, &a.CompanyName, &a.Phone,
+		&a.BusinessType, &a.Country, &a.Status, &a.Verified, &a.CreatedAt, &a.BalanceCents)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Account{}, ErrNotFound
+	}
+	return a, err
+}
+
+// CreateAccount stores a new account with its empty wallet and first API key, atomically.
+// A duplicate email (in any case) is ErrEmailTaken.
+func (s *Store) CreateAccount(ctx context.Context, na NewAccount) (Account, error) {
+	id := NewID()
+	var a Account
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+			INSERT INTO accounts (id, email, password_hash, full_name, company_name, phone, business_type, country)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			RETURNING created_at`,
+			id, na.Email, na.PasswordHash, na.FullName, na.CompanyName, na.Phone, na.BusinessType, na.Country,
+		).Scan(&a.CreatedAt)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO wallets (account_id) VALUES ($1)`, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO api_keys (id, account_id, key_hash, prefix) VALUES ($1, $2, $3, $4)`,
+			NewID(), id, na.APIKeyHash, na.APIKeyPrefix)
+		return err
+	})
+	if isUniqueViolation(err, "accounts_email_key") {
+		return Account{}, ErrEmailTaken
+	}
+	if err != nil {
+		return Account{}, fmt.Errorf("create account: %w", err)
+	}
+	a.ID, a.Email, a.PasswordHash = id, na.Email, na.PasswordHash
+	a.FullName, a.CompanyName, a.Phone = na.FullName, na.CompanyName, na.Phone
+	a.BusinessType, a.Country = na.BusinessType, na.Country
+	a.Status = StatusActive
+	return a, nil
+}
+
+// AccountByID returns the account with its wallet balance.
+func (s *Store) AccountByID(ctx context.Context, id uuid.UUID) (Account, error) {
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountColumns+`
+		FROM accounts a LEFT JOIN wallets w ON w.account_id = a.id WHERE a.id = $1`, id))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		err = fmt.Errorf("account by id: %w", err)
+	}
+	return a, err
+}
+
+// AccountByEmail looks an account up by its (lower-case) email.
+func (s *Store) AccountByEmail(ctx context.Context, email string) (Account, error) {
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountColumns+`
+		FROM accounts a LEFT JOIN wallets w ON w.account_id = a.id WHERE a.email = $1`, email))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		err = fmt.Errorf("account by email: %w", err)
+	}
+	return a, err
+}
+
+// AccountByKeyHash resolves a live API key (by its SHA-256) to its account id and status.
+func (s *Store) AccountByKeyHash(ctx context.Context, keyHash []byte) (id uuid.UUID, status string, err error) {
+	err = s.pool.QueryRow(ctx, `
+		SELECT a.id, a.status FROM api_keys k JOIN accounts a ON a.id = k.account_id
+		WHERE k.key_hash = $1 AND k.revoked_at IS NULL`, keyHash).Scan(&id, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, "", ErrNotFound
+	}
+	if err != nil {
+		return uuid.Nil, "", fmt.Errorf("account by key hash: %w", err)
+	}
+	return id, status, nil
+}
+
+// AccountStatus returns an account's status.
+func (s *Store) AccountStatus(ctx context.Context, id uuid.UUID) (string, error) {
+	var status string
+	err := s.pool.QueryRow(ctx, `SELECT status FROM accounts WHERE id = $1`, id).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("account status: %w", err)
+	}
+	return status, nil
+}
+
+// ProfileUpdate holds the profile fields to change; nil fields stay as they are.
+type ProfileUpdate struct {
+	FullName     *string
+	CompanyName  *string
+	Phone        *string
+	BusinessType *string
+	Country      *string
+}
+
+// UpdateProfile changes the given profile fields and returns the updated account.
+func (s *Store) UpdateProfile(ctx context.Context, id uuid.UUID, u ProfileUpdate) (Account, error) {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE accounts SET
+			full_name     = coalesce($2, full_name),
+			company_name  = coalesce($3, company_name),
+			phone         = coalesce($4, phone),
+			business_type = coalesce($5, business_type),
+			country       = coalesce($6, country),
+			updated_at    = now()
+		WHERE id = $1`, id, u.FullName, u.CompanyName, u.Phone, u.BusinessType, u.Country)
+	if err != nil {
+		return Account{}, fmt.Errorf("update profile: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return Account{}, ErrNotFound
+	}
+	return s.AccountByID(ctx, id)
+}
+
+// SetPassword replaces the password hash and revokes every refresh token of the account,
+// so sessions started with the old password end.
+func (s *Store) SetPassword(ctx context.Context, id uuid.UUID, hash string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE accounts SET password_hash = $2, updated_at = now() WHERE id = $1`, id, hash)
+		if err != nil {
+			return fmt.Errorf("set password: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		return revokeAccountTokens(ctx, tx, id)
+	})
+}
+
+// RotateAPIKey revokes the account's live key and stores a new one, returning the old key's
+// hash so caches can drop it.
+func (s *Store) RotateAPIKey(ctx context.Context, id uuid.UUID, newHash []byte, prefix string) (oldHash []byte, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Lock the account row so two concurrent rotations serialise.
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, id).Scan(&one); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return ErrNotFound
+			}
+			return err
+		}
+		err := tx.QueryRow(ctx, `UPDATE api_keys SET revoked_at = now()
+			WHERE account_id = $1 AND revoked_at IS NULL RETURNING key_hash`, id).Scan(&oldHash)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO api_keys (id, account_id, key_hash, prefix) VALUES ($1, $2, $3, $4)`,
+			NewID(), id, newHash, prefix)
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		err = fmt.Errorf("rotate api key: %w", err)
+	}
+	return oldHash, err
+}
+
+// LiveKeyHash returns the hash of the account's current API key (nil when it has none).
+func (s *Store) LiveKeyHash(ctx context.Context, id uuid.UUID) ([]byte, error) {
+	var h []byte
+	err := s.pool.QueryRow(ctx, `SELECT key_hash FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL`, id).Scan(&h)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("live key hash: %w", err)
+	}
+	return h, nil
+}
+
+// SetStatus suspends or reactivates an account. Suspension also ends its sessions.
+func (s *Store) SetStatus(ctx context.Context, id uuid.UUID, status string) (Account, error) {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE accounts SET status = $2, updated_at = now() WHERE id = $1`, id, status)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		if status == StatusSuspended {
+			return revokeAccountTokens(ctx, tx, id)
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return Account{}, err
+	}
+	if err != nil {
+		return Account{}, fmt.Errorf("set account status: %w", err)
+	}
+	return s.AccountByID(ctx, id)
+}

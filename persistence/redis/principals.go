@@ -1,0 +1,167 @@
+package redis
+
+import (
+	"context"
+	"encoding/hex"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// tombstone marks an API key hash that must not authenticate (rotated, or never existed).
+// Fills use SET NX, so a slow reader can never overwrite a tombstone with a stale mapping.
+const tombstone = "!"
+
+// Principals caches who an API key belongs to and whether an account may use the API.
+// Lookups go through rueidis client-side caching, so a warm lookup never leaves the process;
+// Redis pushes an invalidation to every node when a value changes.
+type Principals struct {
+	c        *Client
+	ttl      time.Duration
+	negTTL   time.Duration
+	mu       sync.Mutex
+	revoked  map[string]time.Time // key hash → until; covers the gap before our own invalidation arrives
+	pending  map[string]string    // writes that failed while Redis was down, replayed on recovery
+	lastTidy time.Time
+}
+
+// NewPrincipals returns a cache whose entries live ttl.
+func NewPrincipals(c *Client, ttl time.Duration) *Principals {
+	p := &Principals{c: c, ttl: ttl, negTTL: time.Minute, revoked: map[string]time.Time{}, pending: map[string]string{}}
+	c.OnRecover(p.replay)
+	return p
+}
+
+func (p *Principals) keyKey(hash []byte) string { return p.c.Key("key", hex.EncodeToString(hash)) }
+func (p *Principals) acctKey(id string) string  { return p.c.Key("acct", id) }
+
+// KeyAccount returns the account id for an API key hash. hit is false when the cache cannot
+// answer (miss, Redis down) and the caller must ask the database; found is false for a key
+// known not to authenticate.
+func (p *Principals) KeyAccount(ctx context.Context, hash []byte) (id string, found, hit bool) {
+	k := p.keyKey(hash)
+	if p.isRevoked(k) {
+		return "", false, false
+	}
+	v, ok := p.get(ctx, k)
+	if !ok {
+		return "", false, false
+	}
+	if v == tombstone {
+		return "", false, true
+	}
+	return v, true, true
+}
+
+// FillKey records the database's answer for a key hash (accountID "" = no such live key).
+func (p *Principals) FillKey(ctx context.Context, hash []byte, accountID string) {
+	if accountID == "" {
+		p.setNX(ctx, p.keyKey(hash), tombstone, p.negTTL)
+		return
+	}
+	p.setNX(ctx, p.keyKey(hash), accountID, p.ttl)
+}
+
+// RevokeKey makes a key hash stop authenticating on every node at once.
+func (p *Principals) RevokeKey(ctx context.Context, hash []byte) {
+	k := p.keyKey(hash)
+	p.mu.Lock()
+	p.revoked[k] = time.Now().Add(p.ttl)
+	p.mu.Unlock()
+	p.set(ctx, k, tombstone, p.ttl)
+}
+
+// AccountStatus returns the cached status of an account.
+func (p *Principals) AccountStatus(ctx context.Context, accountID string) (status string, hit bool) {
+	return p.get(ctx, p.acctKey(accountID))
+}
+
+// FillAccountStatus records the database's status for an account, unless a newer one is cached.
+func (p *Principals) FillAccountStatus(ctx context.Context, accountID, status string) {
+	p.setNX(ctx, p.acctKey(accountID), status, p.ttl)
+}
+
+// SetAccountStatus publishes a status change (suspend, reactivate) to every node.
+func (p *Principals) SetAccountStatus(ctx context.Context, accountID, status string) {
+	p.set(ctx, p.acctKey(accountID), status, p.ttl)
+}
+
+// get reads through client-side caching. It takes no timer of its own: a hit never leaves
+// the process, and a miss is bounded by the caller's deadline and by rueidis dropping a dead
+// connection (ConnWriteTimeout), after which the client is marked down and skipped.
+func (p *Principals) get(ctx context.Context, key string) (string, bool) {
+	if !p.c.up.Load() {
+		return "", false
+	}
+	rc := p.c.conn()
+	if rc == nil {
+		return "", false
+	}
+	v, err := rc.DoCache(ctx, rc.B().Get().Key(key).Cache(), p.ttl).ToString()
+	if err != nil {
+		p.c.failed(err)
+		return "", false
+	}
+	return v, true
+}
+
+func (p *Principals) setNX(ctx context.Context, key, val string, ttl time.Duration) {
+	rc, cctx, cancel, ok := p.c.do(ctx)
+	if !ok {
+		return // a fill is only an optimisation
+	}
+	defer cancel()
+	err := rc.Do(cctx, rc.B().Set().Key(key).Value(val).Nx().Ex(ttl).Build()).Error()
+	p.c.failed(err)
+}
+
+// set writes an authoritative change; if Redis cannot take it now it is kept and replayed,
+// so a revocation made during an outage still reaches every node's cache.
+func (p *Principals) set(ctx context.Context, key, val string, ttl time.Duration) {
+	rc, cctx, cancel, ok := p.c.do(ctx)
+	if ok {
+		err := rc.Do(cctx, rc.B().Set().Key(key).Value(val).Ex(ttl).Build()).Error()
+		cancel()
+		if err == nil {
+			return
+		}
+		p.c.failed(err)
+	}
+	p.mu.Lock()
+	p.pending[key] = val
+	p.mu.Unlock()
+}
+
+func (p *Principals) replay() {
+	p.mu.Lock()
+	pending := p.pending
+	p.pending = map[string]string{}
+	p.mu.Unlock()
+	for k, v := range pending {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		p.set(ctx, k, v, p.ttl)
+		cancel()
+	}
+	if len(pending) > 0 {
+		p.c.log.Info("replayed principal cache writes after redis recovered", slog.Int("writes", len(pending)))
+	}
+}
+
+func (p *Principals) isRevoked(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.revoked) == 0 {
+		return false
+	}
+	now := time.Now()
+	if now.Sub(p.lastTidy) > time.Minute {
+		for k, until := range p.revoked {
+			if now.After(until) {
+				delete(p.revoked, k)
+			}
+		}
+		p.lastTidy = now
+	}
+	until, ok := p.revoked[key]
+	return ok && now.Before(until)
+}

@@ -1,0 +1,99 @@
+package transport
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tuma-sms/tuma/carriers"
+)
+
+// checkInputError asserts that a rejected body gets a client error with a problem, never a 500.
+func checkInputError(t *testing.T, body []byte, err error) {
+	t.Helper()
+	var p *Problem
+	if !errors.As(err, &p) {
+		t.Fatalf("body %q: error %v is not a problem", body, err)
+	}
+	if p.Status != http.StatusBadRequest && p.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("body %q: status %d; want 400 or 422", body, p.Status)
+	}
+	if p.Status == http.StatusUnprocessableEntity && len(p.Errors) == 0 {
+		t.Fatalf("body %q: 422 without field errors", body)
+	}
+}
+
+func FuzzParseRegistration(f *testing.F) {
+	for _, s := range []string{
+		`{"email":"jane@example.com","password":"Secret123","full_name":"Jane","company_name":"Acme","phone":"0712345678"}`,
+		`{"email":"JANE@EXAMPLE.COM","password":"Secret123","full_name":" Jane ","company_name":"Acme","country":"KE"}`,
+		`{"email":5}`, `{"password":null}`, `[]`, `{`, `{"phone":"+254 (0) 7"}`, `{"full_name":"\u0000"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	plan := carriers.DefaultPlan()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := parseRegistration(body, plan)
+		if err != nil {
+			checkInputError(t, body, err)
+			return
+		}
+		a := r.account
+		if a.Email != strings.ToLower(a.Email) || !strings.Contains(a.Email, "@") {
+			t.Fatalf("accepted email %q", a.Email)
+		}
+		if n := utf8.RuneCountInString(a.CompanyName); n < 1 || n > 60 {
+			t.Fatalf("accepted company_name of %d characters", n)
+		}
+		if a.FullName == "" || a.FullName != strings.TrimSpace(a.FullName) {
+			t.Fatalf("accepted full_name %q", a.FullName)
+		}
+		if a.Phone != "" && (len(a.Phone) != 13 || !strings.HasPrefix(a.Phone, "+254")) {
+			t.Fatalf("accepted phone %q; want E.164", a.Phone)
+		}
+		var fe fieldErrors
+		checkPassword(&fe, "password", r.password)
+		if len(fe) != 0 {
+			t.Fatalf("accepted password breaking the policy: %v", fe)
+		}
+	})
+}
+
+func FuzzParseAccountBodies(f *testing.F) {
+	for _, s := range []string{
+		`{"email":"a@b.co","password":"x"}`, `{"refresh_token":"rt_abc"}`,
+		`{"full_name":"Jane","phone":null}`, `{"email":"x@y.z"}`, `{"current_password":"a","new_password":"Secret123"}`,
+		`{"phone":"07"}`, `null`, `"str"`, `{"company_name":""}`,
+	} {
+		f.Add([]byte(s))
+	}
+	plan := carriers.DefaultPlan()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if c, err := parseLogin(body); err != nil {
+			checkInputError(t, body, err)
+		} else if c.email == "" || c.password == "" {
+			t.Fatalf("login accepted without email or password: %+v", c)
+		}
+		if tok, err := parseRefresh(body); err != nil {
+			checkInputError(t, body, err)
+		} else if tok == "" {
+			t.Fatal("refresh accepted an empty token")
+		}
+		if u, err := parseProfile(body, plan); err != nil {
+			checkInputError(t, body, err)
+		} else if u.CompanyName != nil && *u.CompanyName == "" {
+			t.Fatal("profile accepted an empty company_name")
+		}
+		if pc, err := parsePasswordChange(body); err != nil {
+			checkInputError(t, body, err)
+		} else {
+			var fe fieldErrors
+			checkPassword(&fe, "new_password", pc.next)
+			if len(fe) != 0 || pc.current == "" {
+				t.Fatalf("password change accepted: %+v", pc)
+			}
+		}
+	})
+}

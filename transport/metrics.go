@@ -1,0 +1,49 @@
+package transport
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// httpMetrics are labelled by route template, never by raw path, so cardinality stays bounded.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+	panics   prometheus.Counter
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tuma", Subsystem: "http", Name: "requests_total",
+			Help: "HTTP requests by route template, method and status code.",
+		}, []string{"route", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "tuma", Subsystem: "http", Name: "request_duration_seconds",
+			Help:    "HTTP request latency by route template and method.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .02, .04, .06, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "method"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "tuma", Subsystem: "http", Name: "requests_in_flight",
+			Help: "HTTP requests being served now.",
+		}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "tuma", Subsystem: "http", Name: "panics_total",
+			Help: "Handler panics recovered into 500 responses.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.panics} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *httpMetrics) observe(route, method string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route, method).Observe(d.Seconds())
+}

@@ -1,0 +1,186 @@
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/transport/auth"
+)
+
+// handler is an endpoint. It writes its success response; an error becomes a problem.
+type handler func(ctx context.Context, rc *fasthttp.RequestCtx) error
+
+// access says who may call a route.
+type access int
+
+const (
+	public access = iota // no credentials
+	authed               // API key or bearer token of an active account
+	admin                // the operator token
+)
+
+const principalKey = "tuma.principal"
+
+// principal returns the caller of an authed route.
+func principal(rc *fasthttp.RequestCtx) auth.Principal {
+	p, _ := rc.UserValue(principalKey).(auth.Principal)
+	return p
+}
+
+// handle registers a route with the standard chain: request id, panic recovery, metrics and
+// access log, authentication, rate limit, then the endpoint.
+func (s *Server) handle(method, path string, acc access, h handler) {
+	s.routes = append(s.routes, Route{Method: method, Path: path})
+	s.router.Handle(method, path, s.wrap(method, path, acc, h))
+}
+
+func (s *Server) wrap(method, route string, acc access, h handler) fasthttp.RequestHandler {
+	return func(rc *fasthttp.RequestCtx) {
+		start := time.Now()
+		reqID := s.reqIDs.of(rc)
+		rc.Response.Header.Set("X-Request-Id", reqID)
+		s.metrics.inFlight.Inc()
+		defer func() {
+			if p := recover(); p != nil {
+				s.metrics.panics.Inc()
+				s.Log.Error("panic serving request", slog.String("request_id", reqID), slog.String("route", route),
+					slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+				rc.Response.ResetBody()
+				writeProblem(rc, problemFor(fmt.Errorf("panic: %v", p)))
+			}
+			s.metrics.inFlight.Dec()
+			status := rc.Response.StatusCode()
+			m := method
+			if m == "" {
+				m = string(rc.Method())
+			}
+			elapsed := time.Since(start)
+			s.metrics.observe(route, m, status, elapsed)
+			if s.opts.AccessLog {
+				attrs := []slog.Attr{
+					slog.String("request_id", reqID), slog.String("method", m), slog.String("route", route),
+					slog.String("path", string(rc.Path())), slog.Int("status", status),
+					slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+					slog.String("ip", s.clientIP(rc)),
+				}
+				if p := principal(rc); p.Source != "" {
+					attrs = append(attrs, slog.String("account_id", p.AccountID.String()))
+				}
+				s.Log.LogAttrs(context.Background(), slog.LevelInfo, "http request", attrs...)
+			}
+		}()
+
+		// fasthttp's RequestCtx is only cancelled at server shutdown, so each request gets
+		// its own deadline for the stores and actors it calls.
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+		defer cancel()
+		if err := s.serve(ctx, rc, acc, h); err != nil {
+			p := problemFor(err)
+			if p.Status >= 500 {
+				s.Log.Error("request failed", slog.String("request_id", reqID), slog.String("route", route),
+					slog.Any("error", err))
+			}
+			writeProblem(rc, p)
+		}
+	}
+}
+
+func (s *Server) serve(ctx context.Context, rc *fasthttp.RequestCtx, acc access, h handler) error {
+	switch acc {
+	case authed:
+		p, err := s.authenticate(ctx, rc)
+		if err != nil {
+			return err
+		}
+		rc.SetUserValue(principalKey, p)
+		if d := s.Limiter.Allow(ctx, "acct:"+p.AccountID.String(), s.opts.AccountRate); !d.Allowed {
+			return tooManyRequests("rate_limited", "too many requests for this account; slow down",
+				int(math.Ceil(d.RetryAfter.Seconds())))
+		}
+	case admin:
+		if err := s.checkAdmin(rc); err != nil {
+			return err
+		}
+	}
+	return h(ctx, rc)
+}
+
+// authenticate accepts X-API-Key (source api) or Authorization: Bearer (source browser).
+func (s *Server) authenticate(ctx context.Context, rc *fasthttp.RequestCtx) (auth.Principal, error) {
+	if key := rc.Request.Header.Peek("X-API-Key"); len(key) > 0 {
+		return s.Auth.APIKey(ctx, string(key))
+	}
+	if h := rc.Request.Header.Peek("Authorization"); len(h) > 0 {
+		tok, ok := auth.ParseBearer(string(h))
+		if !ok {
+			return auth.Principal{}, auth.ErrUnauthenticated
+		}
+		return s.Auth.Bearer(ctx, tok)
+	}
+	return auth.Principal{}, auth.ErrUnauthenticated
+}
+
+func (s *Server) checkAdmin(rc *fasthttp.RequestCtx) error {
+	if s.opts.AdminToken == "" {
+		return notFound("no route matches this path") // the admin API is off
+	}
+	tok, ok := auth.ParseBearer(string(rc.Request.Header.Peek("Authorization")))
+	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.AdminToken)) != 1 {
+		return unauthorized("unauthenticated", "the admin API needs Authorization: Bearer <TUMA_ADMIN_TOKEN>")
+	}
+	return nil
+}
+
+// clientIP is the peer address, or the first X-Forwarded-For hop when configured to trust it.
+func (s *Server) clientIP(rc *fasthttp.RequestCtx) string {
+	if s.opts.TrustForwardedFor {
+		if xff := rc.Request.Header.Peek("X-Forwarded-For"); len(xff) > 0 {
+			first, _, _ := strings.Cut(string(xff), ",")
+			if ip := strings.TrimSpace(first); ip != "" {
+				return ip
+			}
+		}
+	}
+	return rc.RemoteIP().String()
+}
+
+// requestIDs hands out ids unique to this process: a random prefix and a counter.
+type requestIDs struct {
+	prefix string
+	seq    atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return &requestIDs{prefix: hex.EncodeToString(b)}
+}
+
+// of keeps a caller's X-Request-Id when it is sane, so traces join up across services.
+func (r *requestIDs) of(rc *fasthttp.RequestCtx) string {
+	if in := rc.Request.Header.Peek("X-Request-Id"); len(in) > 0 && len(in) <= 64 && saneID(in) {
+		return string(in)
+	}
+	return r.prefix + "-" + strconv.FormatUint(r.seq.Add(1), 36)
+}
+
+func saneID(b []byte) bool {
+	for _, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,194 @@
+// Package transport is Tuma's HTTP front door (fasthttp + fasthttp/router): routing,
+// authentication, rate limits, request decoding and validation, problem+json errors, the
+// OpenAPI document and the API explorer.
+//
+// Handlers return errors; problemFor maps them to statuses in one place. Handlers that change
+// money or messages send commands to the actor engine; handlers that only read query the store.
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/persistence/redis"
+	"github.com/tuma-sms/tuma/transport/auth"
+)
+
+// Options configures the front door.
+type Options struct {
+	PublicURL         string        // base URL clients reach us at
+	DashboardURL      string        // where browser flows (verification, payments) land
+	MaxBodyBytes      int           // larger bodies get 413
+	RequestTimeout    time.Duration // bounds each request's work (database, Redis, actors)
+	AccessLog         bool          // log every request
+	TrustForwardedFor bool          // take the client IP from X-Forwarded-For (behind a proxy only)
+	AccountRate       redis.Rate    // per-account API rate limit
+	LoginRatePerEmail redis.Rate    // login attempts per email
+	LoginRatePerIP    redis.Rate    // login attempts per client IP
+	RefreshTokenTTL   time.Duration
+	AdminToken        string // empty: the admin API answers 404
+}
+
+// Accounts is what the account endpoints need from the store.
+type Accounts interface {
+	CreateAccount(ctx context.Context, na persistence.NewAccount) (persistence.Account, error)
+	AccountByID(ctx context.Context, id uuid.UUID) (persistence.Account, error)
+	AccountByEmail(ctx context.Context, email string) (persistence.Account, error)
+	UpdateProfile(ctx context.Context, id uuid.UUID, u persistence.ProfileUpdate) (persistence.Account, error)
+	SetPassword(ctx context.Context, id uuid.UUID, hash string) error
+	RotateAPIKey(ctx context.Context, id uuid.UUID, newHash []byte, prefix string) ([]byte, error)
+	SetStatus(ctx context.Context, id uuid.UUID, status string) (persistence.Account, error)
+	CreateRefreshToken(ctx context.Context, accountID, familyID uuid.UUID, hash []byte, expiresAt time.Time) (uuid.UUID, error)
+	RotateRefreshToken(ctx context.Context, oldHash, newHash []byte, now, expiresAt time.Time) (uuid.UUID, error)
+}
+
+// Idempotency stores Idempotency-Key claims and responses.
+type Idempotency interface {
+	ClaimIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey, requestHash []byte, lease time.Duration) (*persistence.StoredResponse, error)
+	CompleteIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey, resp persistence.StoredResponse) error
+	ReleaseIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey) error
+}
+
+// Principals publishes credential changes to every node's cache.
+type Principals interface {
+	RevokeKey(ctx context.Context, hash []byte)
+	SetAccountStatus(ctx context.Context, accountID, status string)
+}
+
+// Limiter takes tokens from named buckets.
+type Limiter interface {
+	Allow(ctx context.Context, key string, r redis.Rate) redis.Decision
+}
+
+// Check is one dependency /readyz reports on. A failing critical check makes the node unready;
+// a failing non-critical one makes it degraded.
+type Check struct {
+	Name     string
+	Critical bool
+	Probe    func(ctx context.Context) error
+}
+
+// Deps are the collaborators the front door is built from.
+type Deps struct {
+	Log         *slog.Logger
+	Registerer  prometheus.Registerer
+	Gatherer    prometheus.Gatherer
+	Accounts    Accounts
+	Idempotency Idempotency
+	Auth        *auth.Authenticator
+	Passwords   *auth.Passwords
+	Tokens      *auth.Tokens
+	Principals  Principals
+	Limiter     Limiter
+	Checks      []Check
+	Plan        *carriers.Plan // Kenyan numbering plan, for phone fields
+	Now         func() time.Time
+}
+
+// Server is the HTTP front door.
+type Server struct {
+	opts Options
+	Deps
+	router  *router.Router
+	http    *fasthttp.Server
+	metrics *httpMetrics
+	routes  []Route
+	reqIDs  *requestIDs
+}
+
+// Route is one registered method and path template.
+type Route struct {
+	Method string
+	Path   string
+}
+
+// New builds the server and registers every route.
+func New(opts Options, deps Deps) (*Server, error) {
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 4 << 20
+	}
+	m, err := newHTTPMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, Deps: deps, router: router.New(), metrics: m, reqIDs: newRequestIDs()}
+	s.router.RedirectTrailingSlash = false
+	s.router.RedirectFixedPath = false
+	s.router.NotFound = s.wrap("", "unmatched", public, func(context.Context, *fasthttp.RequestCtx) error {
+		return notFound("no route matches this path")
+	})
+	s.router.MethodNotAllowed = s.wrap("", "unmatched", public, func(_ context.Context, rc *fasthttp.RequestCtx) error {
+		return newProblem(http.StatusMethodNotAllowed, "method_not_allowed",
+			fmt.Sprintf("%s is not allowed here; allowed: %s", rc.Method(), rc.Response.Header.Peek("Allow")))
+	})
+	s.registerRoutes()
+	s.http = &fasthttp.Server{
+		Handler:               s.router.Handler,
+		Name:                  "tuma",
+		NoDefaultServerHeader: true,
+		NoDefaultDate:         false,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           90 * time.Second, // without it keep-alive connections hold up Shutdown
+		MaxRequestBodySize:    opts.MaxBodyBytes,
+		CloseOnShutdown:       true,
+		ErrorHandler:          s.transportError,
+		Logger:                fasthttpLogger{deps.Log},
+	}
+	return s, nil
+}
+
+// Handler is the complete request handler, for in-process tests and benchmarks.
+func (s *Server) Handler() fasthttp.RequestHandler { return s.http.Handler }
+
+// Routes lists every registered route.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.http.Serve(ln) }
+
+// Shutdown stops accepting connections and waits for in-flight requests, up to ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.http.ShutdownWithContext(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("http shutdown: requests still running: %w", err)
+	}
+	return err
+}
+
+// transportError answers requests fasthttp could not parse, before routing.
+func (s *Server) transportError(rc *fasthttp.RequestCtx, err error) {
+	var p *Problem
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		p = newProblem(http.StatusRequestEntityTooLarge, "body_too_large",
+			fmt.Sprintf("the request body is larger than %d bytes", s.opts.MaxBodyBytes))
+	} else {
+		p = newProblem(http.StatusBadRequest, "malformed_request", "the HTTP request could not be parsed")
+	}
+	s.metrics.requests.WithLabelValues("unparsed", "", fmt.Sprint(p.Status)).Inc()
+	writeProblem(rc, p)
+}
+
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Debug("fasthttp: " + fmt.Sprintf(format, args...))
+}
