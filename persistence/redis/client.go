@@ -45,8 +45,8 @@ type Client struct {
 	log    *slog.Logger
 	up     atomic.Bool
 	mu     sync.RWMutex
-	rc     rueidis.Client // nil until the first successful connect
-	onUp   []func()       // run by the monitor after each recovery
+	rc     rueidis.Client         // nil until the first successful connect
+	onUp   []func(rueidis.Client) // run by the monitor after each recovery, before it is marked up
 	stop   chan struct{}
 	done   chan struct{}
 	closed sync.Once
@@ -92,9 +92,9 @@ func (c *Client) Key(parts ...string) string {
 // Available reports whether Redis answered the last check and no command has failed since.
 func (c *Client) Available() bool { return c.up.Load() }
 
-// OnRecover registers f to run (on the monitor goroutine) each time Redis comes back.
-// Register before traffic starts.
-func (c *Client) OnRecover(f func()) {
+// OnRecover registers f to run (on the monitor goroutine) each time Redis comes back, before
+// Available reports true again. Register before traffic starts.
+func (c *Client) OnRecover(f func(rueidis.Client)) {
 	c.mu.Lock()
 	c.onUp = append(c.onUp, f)
 	c.mu.Unlock()
@@ -191,13 +191,19 @@ func (c *Client) check(ctx context.Context) {
 		c.failed(err)
 		return
 	}
-	if !c.up.Swap(true) {
-		c.log.Info("redis available")
+	if !c.up.Load() {
+		// Replay writes made during the outage before anyone reads through Redis again, so no
+		// node can read a value older than one this node already published.
 		c.mu.RLock()
 		hooks := c.onUp
 		c.mu.RUnlock()
 		for _, f := range hooks {
-			f()
+			f(rc)
 		}
+		c.up.Store(true)
+		for _, f := range hooks { // writes that queued up while the first replay ran
+			f(rc)
+		}
+		c.log.Info("redis available")
 	}
 }

@@ -6,11 +6,18 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // tombstone marks an API key hash that must not authenticate (rotated, or never existed).
 // Fills use SET NX, so a slow reader can never overwrite a tombstone with a stale mapping.
 const tombstone = "!"
+
+// localHold is how long a value this node just published overrides its own client-side
+// cache: Redis pushes the invalidation after the write's reply, so for a few milliseconds the
+// local cache can still hold the old value. Short, because another node may change it again.
+const localHold = 2 * time.Second
 
 // Principals caches who an API key belongs to and whether an account may use the API.
 // Lookups go through rueidis client-side caching, so a warm lookup never leaves the process;
@@ -20,14 +27,16 @@ type Principals struct {
 	ttl      time.Duration
 	negTTL   time.Duration
 	mu       sync.Mutex
-	revoked  map[string]time.Time // key hash → until; covers the gap before our own invalidation arrives
+	revoked  map[string]time.Time // key hash → until; a revoked key never comes back, so hold it a full TTL
+	held     map[string]held      // values this node just published (see localHold)
 	pending  map[string]string    // writes that failed while Redis was down, replayed on recovery
 	lastTidy time.Time
 }
 
 // NewPrincipals returns a cache whose entries live ttl.
 func NewPrincipals(c *Client, ttl time.Duration) *Principals {
-	p := &Principals{c: c, ttl: ttl, negTTL: time.Minute, revoked: map[string]time.Time{}, pending: map[string]string{}}
+	p := &Principals{c: c, ttl: ttl, negTTL: time.Minute, revoked: map[string]time.Time{}, held: map[string]held{},
+		pending: map[string]string{}}
 	c.OnRecover(p.replay)
 	return p
 }
@@ -73,7 +82,11 @@ func (p *Principals) RevokeKey(ctx context.Context, hash []byte) {
 
 // AccountStatus returns the cached status of an account.
 func (p *Principals) AccountStatus(ctx context.Context, accountID string) (status string, hit bool) {
-	return p.get(ctx, p.acctKey(accountID))
+	k := p.acctKey(accountID)
+	if v, ok := p.heldValue(k); ok {
+		return v, true
+	}
+	return p.get(ctx, k)
 }
 
 // FillAccountStatus records the database's status for an account, unless a newer one is cached.
@@ -83,7 +96,33 @@ func (p *Principals) FillAccountStatus(ctx context.Context, accountID, status st
 
 // SetAccountStatus publishes a status change (suspend, reactivate) to every node.
 func (p *Principals) SetAccountStatus(ctx context.Context, accountID, status string) {
-	p.set(ctx, p.acctKey(accountID), status, p.ttl)
+	k := p.acctKey(accountID)
+	p.mu.Lock()
+	p.held[k] = held{val: status, until: time.Now().Add(localHold)}
+	p.mu.Unlock()
+	p.set(ctx, k, status, p.ttl)
+}
+
+type held struct {
+	val   string
+	until time.Time
+}
+
+func (p *Principals) heldValue(key string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.held) == 0 {
+		return "", false
+	}
+	h, ok := p.held[key]
+	if !ok {
+		return "", false
+	}
+	if time.Now().After(h.until) {
+		delete(p.held, key)
+		return "", false
+	}
+	return h.val, true
 }
 
 // get reads through client-side caching. It takes no timer of its own: a hit never leaves
@@ -132,18 +171,28 @@ func (p *Principals) set(ctx context.Context, key, val string, ttl time.Duration
 	p.mu.Unlock()
 }
 
-func (p *Principals) replay() {
+func (p *Principals) replay(rc rueidis.Client) {
 	p.mu.Lock()
 	pending := p.pending
 	p.pending = map[string]string{}
 	p.mu.Unlock()
+	failed := 0
 	for k, v := range pending {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		p.set(ctx, k, v, p.ttl)
+		err := rc.Do(ctx, rc.B().Set().Key(k).Value(v).Ex(p.ttl).Build()).Error()
 		cancel()
+		if err != nil {
+			failed++
+			p.mu.Lock()
+			if _, newer := p.pending[k]; !newer {
+				p.pending[k] = v
+			}
+			p.mu.Unlock()
+		}
 	}
 	if len(pending) > 0 {
-		p.c.log.Info("replayed principal cache writes after redis recovered", slog.Int("writes", len(pending)))
+		p.c.log.Info("replayed principal cache writes after redis recovered",
+			slog.Int("writes", len(pending)), slog.Int("failed", failed))
 	}
 }
 

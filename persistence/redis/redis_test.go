@@ -73,7 +73,13 @@ func TestAccountStatusPublish(t *testing.T) {
 	nodeB := redis.NewPrincipals(newClient(t, url, prefix), time.Minute)
 	nodeA.FillAccountStatus(ctx, "acct-2", "active")
 	eventually(t, "status cached", func() bool { s, hit := nodeA.AccountStatus(ctx, "acct-2"); return hit && s == "active" })
+	nodeB.FillAccountStatus(ctx, "acct-2", "active")
+	eventually(t, "status cached on B", func() bool { s, hit := nodeB.AccountStatus(ctx, "acct-2"); return hit && s == "active" })
 	nodeB.SetAccountStatus(ctx, "acct-2", "suspended")
+	// The publishing node sees its own change at once, before Redis's invalidation reaches it.
+	if s, hit := nodeB.AccountStatus(ctx, "acct-2"); !hit || s != "suspended" {
+		t.Fatalf("publishing node reads %q (hit %v) right after the change; want suspended", s, hit)
+	}
 	eventually(t, "suspension seen by node A", func() bool { s, hit := nodeA.AccountStatus(ctx, "acct-2"); return hit && s == "suspended" })
 	nodeA.FillAccountStatus(ctx, "acct-2", "active") // stale fill must not win
 	if s, _ := nodeB.AccountStatus(ctx, "acct-2"); s != "suspended" {
