@@ -79,6 +79,9 @@ func (s *Store) CreateAccount(ctx context.Context, na NewAccount) (Account, erro
 		if _, err := tx.Exec(ctx, `INSERT INTO wallets (account_id) VALUES ($1)`, id); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `INSERT INTO message_counts (account_id) VALUES ($1)`, id); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `INSERT INTO api_keys (id, account_id, key_hash, prefix) VALUES ($1, $2, $3, $4)`,
 			NewID(), id, na.APIKeyHash, na.APIKeyPrefix)
 		return err

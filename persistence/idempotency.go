@@ -14,10 +14,12 @@ import (
 // IdempotencyWindow is how long a key and its response are remembered.
 const IdempotencyWindow = 24 * time.Hour
 
-// StoredResponse is the first response given for an idempotency key.
+// StoredResponse is the first response given for an idempotency key: a stored body, or the
+// resource the request created (ResourceID), which the caller renders again.
 type StoredResponse struct {
-	Status int
-	Body   []byte
+	Status     int
+	Body       []byte
+	ResourceID *uuid.UUID
 }
 
 // IdempotencyKey names one claimed key.
@@ -41,7 +43,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, k IdempotencyKey, reque
 			VALUES ($1, $2, $3, now() + $4::interval)
 			ON CONFLICT (account_id, key) DO UPDATE SET
 				request_hash = EXCLUDED.request_hash, state = 'in_flight', locked_until = EXCLUDED.locked_until,
-				response_status = NULL, response_body = NULL, created_at = now()
+				response_status = NULL, response_body = NULL, resource_id = NULL, created_at = now()
 			WHERE idempotency_keys.created_at < now() - $5::interval
 			   OR (idempotency_keys.state = 'in_flight' AND idempotency_keys.locked_until < now()
 			       AND idempotency_keys.request_hash = EXCLUDED.request_hash)
@@ -53,14 +55,15 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, k IdempotencyKey, reque
 			return nil, fmt.Errorf("claim idempotency key: %w", err)
 		}
 		var (
-			hash   []byte
-			state  string
-			status *int
-			body   []byte
+			hash     []byte
+			state    string
+			status   *int
+			body     []byte
+			resource *uuid.UUID
 		)
-		err = s.pool.QueryRow(ctx, `SELECT request_hash, state, response_status, response_body
+		err = s.pool.QueryRow(ctx, `SELECT request_hash, state, response_status, response_body, resource_id
 			FROM idempotency_keys WHERE account_id = $1 AND key = $2`, k.AccountID, k.Key).
-			Scan(&hash, &state, &status, &body)
+			Scan(&hash, &state, &status, &body, &resource)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -71,7 +74,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, k IdempotencyKey, reque
 		case !bytes.Equal(hash, requestHash):
 			return nil, ErrIdempotencyUsed
 		case state == "done" && status != nil:
-			return &StoredResponse{Status: *status, Body: body}, nil
+			return &StoredResponse{Status: *status, Body: body, ResourceID: resource}, nil
 		default:
 			return nil, ErrIdempotencyBusy
 		}

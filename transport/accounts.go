@@ -177,6 +177,7 @@ func (s *Server) updateProfile(ctx context.Context, rc *fasthttp.RequestCtx) err
 	if err != nil {
 		return err
 	}
+	s.Engine.AccountChanged(a.ID) // the company name prefixes shared-sender messages
 	return writeJSON(rc, http.StatusOK, newUserJSON(a))
 }
 

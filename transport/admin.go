@@ -2,10 +2,17 @@ package transport
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"math/big"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/persistence"
 )
 
 // adminAccountJSON is the operator's view of an account.
@@ -39,4 +46,139 @@ func (s *Server) setAccountStatus(status string) handler {
 		s.Principals.SetAccountStatus(ctx, id.String(), status)
 		return writeJSON(rc, http.StatusOK, adminAccountJSON{userJSON: newUserJSON(a), Status: a.Status})
 	}
+}
+
+// parseKES turns a JSON number of shillings into cents exactly (no float): at most two
+// decimals, within [min, max] cents.
+func parseKES(n json.Number, minCents, maxCents int64) (int64, string) {
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok {
+		return 0, "must be a number"
+	}
+	r.Mul(r, big.NewRat(100, 1))
+	if !r.IsInt() {
+		return 0, "must have at most two decimal places"
+	}
+	if !r.Num().IsInt64() {
+		return 0, "is out of range"
+	}
+	c := r.Num().Int64()
+	if c < minCents || c > maxCents {
+		return 0, fmt.Sprintf("must be from %s to %s", kesString(minCents), kesString(maxCents))
+	}
+	return c, ""
+}
+
+func kesString(c int64) string { b, _ := kes(c).MarshalJSON(); return string(b) }
+
+func (s *Server) credit(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	id, err := pathID(rc, "id")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		AmountKES   json.Number `json:"amount_kes"`
+		Description string      `json:"description"`
+	}
+	if err := decodeJSON(rc, &in); err != nil {
+		return err
+	}
+	var fe fieldErrors
+	var cents int64
+	if in.AmountKES == "" {
+		fe.add("amount_kes", "is required")
+	} else if c, msg := parseKES(in.AmountKES, 1, 100_000_000); msg != "" {
+		fe.add("amount_kes", msg)
+	} else {
+		cents = c
+	}
+	desc := checkText(&fe, "description", in.Description, 0, 200)
+	if err := fe.err(); err != nil {
+		return err
+	}
+	if desc == "" {
+		desc = "Credit from Tuma"
+	}
+	if _, err := s.Accounts.AccountByID(ctx, id); err != nil {
+		return err
+	}
+	w, err := s.Engine.Credit(ctx, id, cents, "topup", "admin-credit", desc)
+	if err != nil {
+		return err
+	}
+	return writeJSON(rc, http.StatusOK, struct {
+		AccountID   uuid.UUID `json:"account_id"`
+		CreditedKES kes       `json:"credited_kes"`
+		BalanceKES  kes       `json:"balance_kes"`
+	}{id, kes(cents), kes(w.BalanceCents)})
+}
+
+func (s *Server) setPricing(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	id, err := pathID(rc, "id")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Tier       *string `json:"tier"`
+		IsInternal *bool   `json:"is_internal"`
+	}
+	if err := decodeJSON(rc, &in); err != nil {
+		return err
+	}
+	var fe fieldErrors
+	var tier *string
+	if in.Tier != nil {
+		i, ok := actors.TierByName(*in.Tier)
+		if !ok {
+			names := []string{}
+			for _, t := range actors.Tiers() {
+				names = append(names, t.Name)
+			}
+			fe.add("tier", "must be null or one of "+strings.Join(names, ", "))
+		} else {
+			name := actors.Tiers()[i].Name
+			tier = &name
+		}
+	}
+	if in.IsInternal == nil {
+		fe.add("is_internal", "is required")
+	}
+	if err := fe.err(); err != nil {
+		return err
+	}
+	if _, err := s.Accounts.AccountByID(ctx, id); err != nil {
+		return err
+	}
+	if err := s.Engine.SetPricing(ctx, id, tier, *in.IsInternal); err != nil {
+		return err
+	}
+	w, err := s.Queries.Wallet(ctx, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(rc, http.StatusOK, newPricingJSON(w))
+}
+
+func (s *Server) promo(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	var in struct {
+		Title      string      `json:"title"`
+		Message    string      `json:"message"`
+		AccountIDs []uuid.UUID `json:"account_ids"`
+	}
+	if err := decodeJSON(rc, &in); err != nil {
+		return err
+	}
+	var fe fieldErrors
+	title := checkText(&fe, "title", in.Title, 1, 120)
+	msg := checkText(&fe, "message", in.Message, 1, 2000)
+	if err := fe.err(); err != nil {
+		return err
+	}
+	n, err := s.Queries.Broadcast(ctx, in.AccountIDs, persistence.NewNotification{Type: "promo", Title: title, Message: msg})
+	if err != nil {
+		return err
+	}
+	return writeJSON(rc, http.StatusCreated, struct {
+		Created int64 `json:"created"`
+	}{n})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/auth"
 )
@@ -63,7 +64,7 @@ func unauthorized(code, detail string) error {
 	return newProblem(http.StatusUnauthorized, code, detail)
 }
 
-func invalid(errs ...FieldError) error {
+func invalid(errs ...FieldError) *Problem {
 	p := newProblem(http.StatusUnprocessableEntity, "validation_failed", "the request has invalid fields")
 	if len(errs) == 1 {
 		p.Detail = errs[0].Field + ": " + errs[0].Message
@@ -84,6 +85,16 @@ func problemFor(err error) *Problem {
 	var p *Problem
 	switch {
 	case errors.As(err, &p):
+		return p
+	case errors.As(err, new(*actors.InsufficientBalanceError)):
+		var ib *actors.InsufficientBalanceError
+		errors.As(err, &ib)
+		return newProblem(http.StatusPaymentRequired, "insufficient_balance", ib.Error())
+	case errors.Is(err, persistence.ErrInsufficientBalance):
+		return newProblem(http.StatusPaymentRequired, "insufficient_balance", "the balance cannot cover this send")
+	case errors.Is(err, actors.ErrStopping), errors.Is(err, actors.ErrBusy):
+		p := newProblem(http.StatusServiceUnavailable, "unavailable", "the service is busy or restarting; retry shortly")
+		p.RetryAfter = 2
 		return p
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return newProblem(http.StatusUnauthorized, "unauthenticated", "missing or invalid credentials")

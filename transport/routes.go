@@ -16,9 +16,31 @@ func (s *Server) registerRoutes() {
 	s.handle("PATCH", "/auth/change-password", authed, s.changePassword)
 	s.handle("POST", "/auth/rotate-api-key", authed, s.rotateAPIKey)
 
+	// SMS.
+	s.handle("POST", "/sms/send", authed, s.send)
+	s.handle("GET", "/sms/messages", authed, s.listMessages)
+	s.handle("GET", "/sms/messages/{id}", authed, s.getMessage)
+	s.handle("GET", "/sms/delivery/{provider_message_id}", authed, s.delivery)
+	s.handle("GET", "/sms/stats", authed, s.stats)
+
+	// Wallet and pricing.
+	s.handle("GET", "/wallet", authed, s.wallet)
+	s.handle("GET", "/wallet/transactions", authed, s.transactions)
+	s.handle("GET", "/wallet/pricing", authed, s.pricing)
+	s.handle("GET", "/pricing/my", authed, s.pricing)
+
+	// Notifications.
+	s.handle("GET", "/notifications", authed, s.notifications)
+	s.handle("GET", "/notifications/unread-count", authed, s.unreadCount)
+	s.handle("PATCH", "/notifications/read-all", authed, s.markAllRead)
+	s.handle("PATCH", "/notifications/{id}/read", authed, s.markRead)
+
 	// Operators.
 	s.handle("POST", "/admin/accounts/{id}/suspend", admin, s.setAccountStatus(persistence.StatusSuspended))
 	s.handle("POST", "/admin/accounts/{id}/reactivate", admin, s.setAccountStatus(persistence.StatusActive))
+	s.handle("POST", "/admin/accounts/{id}/credit", admin, s.credit)
+	s.handle("PUT", "/admin/accounts/{id}/pricing", admin, s.setPricing)
+	s.handle("POST", "/admin/notifications/promo", admin, s.promo)
 
 	// Operations.
 	s.handle("GET", "/healthz", public, s.healthz)

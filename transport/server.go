@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/redis"
@@ -72,6 +73,33 @@ type Limiter interface {
 	Allow(ctx context.Context, key string, r redis.Rate) redis.Decision
 }
 
+// Dispatcher is the actor engine, for commands that change money or messages.
+type Dispatcher interface {
+	Send(ctx context.Context, req actors.SendRequest) (actors.SendResult, error)
+	Credit(ctx context.Context, accountID uuid.UUID, cents int64, txType, reference, description string) (persistence.WalletSnapshot, error)
+	SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error
+	AccountChanged(accountID uuid.UUID)
+	LiveStatus(ctx context.Context, network carriers.Network, providerID string) (actors.CarrierStatus, error)
+	Sync(ctx context.Context, network carriers.Network, providerID string, st actors.CarrierStatus) error
+}
+
+// Queries reads the store directly (reads do not go through actors).
+type Queries interface {
+	ApprovedSender(ctx context.Context, accountID uuid.UUID, idOrName string) (persistence.Sender, error)
+	ListMessages(ctx context.Context, accountID uuid.UUID, f persistence.MessageFilter, p persistence.Page) ([]persistence.Message, int64, error)
+	MessageByID(ctx context.Context, accountID, id uuid.UUID) (persistence.Message, error)
+	MessageByProviderID(ctx context.Context, accountID uuid.UUID, providerID string) (persistence.Message, error)
+	MessageCounts(ctx context.Context, accountID uuid.UUID) (persistence.MessageCounts, error)
+	JobByID(ctx context.Context, accountID, id uuid.UUID) (persistence.Job, error)
+	Wallet(ctx context.Context, accountID uuid.UUID) (persistence.Wallet, error)
+	ListTransactions(ctx context.Context, accountID uuid.UUID, txType string, p persistence.Page) ([]persistence.Transaction, int64, error)
+	Notifications(ctx context.Context, accountID uuid.UUID, limit int) ([]persistence.Notification, error)
+	UnreadCount(ctx context.Context, accountID uuid.UUID) (int64, error)
+	MarkRead(ctx context.Context, accountID, id uuid.UUID) (persistence.Notification, error)
+	MarkAllRead(ctx context.Context, accountID uuid.UUID) (int64, error)
+	Broadcast(ctx context.Context, ids []uuid.UUID, n persistence.NewNotification) (int64, error)
+}
+
 // Check is one dependency /readyz reports on. A failing critical check makes the node unready;
 // a failing non-critical one makes it degraded.
 type Check struct {
@@ -94,6 +122,8 @@ type Deps struct {
 	Limiter     Limiter
 	Checks      []Check
 	Plan        *carriers.Plan // Kenyan numbering plan, for phone fields
+	Engine      Dispatcher
+	Queries     Queries
 	Now         func() time.Time
 }
 

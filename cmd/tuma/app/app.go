@@ -12,7 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/actors/simlink"
 	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/carriers/sim"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/redis"
 	"github.com/tuma-sms/tuma/transport"
@@ -35,6 +38,8 @@ type App struct {
 	store    *persistence.Store
 	redis    *redis.Client
 	registry *prometheus.Registry
+	sims     *simlink.Set
+	engine   *actors.Engine
 	http     *transport.Server
 	ln       net.Listener
 }
@@ -81,6 +86,10 @@ func (a *App) build(ctx context.Context) (err error) {
 		log.Warn("redis is not reachable; serving with in-process fallbacks until it is", slog.String("url", redact("TUMA_REDIS_URL", cfg.RedisURL)))
 	}
 
+	if err := a.startEngine(ctx); err != nil {
+		return err
+	}
+
 	passwords, err := auth.NewPasswords(cfg.BcryptCost)
 	if err != nil {
 		return err
@@ -112,6 +121,8 @@ func (a *App) build(ctx context.Context) (err error) {
 		Principals:  principals,
 		Limiter:     redis.NewLimiter(a.redis),
 		Plan:        carriers.DefaultPlan(),
+		Engine:      a.engine,
+		Queries:     a.store,
 		Checks: []transport.Check{
 			{Name: "postgres", Critical: true, Probe: a.store.Ping},
 			{Name: "redis", Critical: false, Probe: a.redis.Ping},
@@ -124,6 +135,37 @@ func (a *App) build(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("listen on %s (TUMA_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
+	return nil
+}
+
+// startEngine starts the simulated networks and the dispatch engine, which resumes any
+// unfinished work before it takes new sends.
+func (a *App) startEngine(ctx context.Context) error {
+	cfg := a.cfg
+	simOpts := map[carriers.Network]sim.Options{}
+	links := map[carriers.Network]actors.LinkOptions{}
+	for _, n := range carriers.Networks() {
+		simOpts[n] = sim.Options{
+			Latency: cfg.SimLatency, TPS: cfg.SimTPS[n], FailureRate: cfg.SimFailureRate, ThrottleRate: cfg.SimThrottleRate,
+			ReceiptDelay: cfg.SimReceiptDelay, ReceiptJitter: cfg.SimReceiptDelay / 2,
+			Delivered: cfg.SimOutcomes.Delivered, Undeliverable: cfg.SimOutcomes.Undeliverable,
+			Expired: cfg.SimOutcomes.Expired, Rejected: cfg.SimOutcomes.Rejected,
+		}
+		links[n] = actors.LinkOptions{TPS: cfg.LinkTPS[n], Window: cfg.LinkWindow}
+	}
+	var err error
+	if a.sims, err = simlink.New(simOpts); err != nil {
+		return err
+	}
+	a.engine, err = actors.Start(ctx, actors.Options{
+		SharedSender:   cfg.SharedSenderID,
+		ReceiptTimeout: cfg.ReceiptTimeout,
+		Links:          links,
+	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: a.sims.Carriers()})
+	if err != nil {
+		return fmt.Errorf("start engine: %w", err)
+	}
+	a.sims.Deliver(a.engine.Receipt)
 	return nil
 }
 
@@ -153,12 +195,21 @@ func (a *App) Run(ctx context.Context) error {
 	if serr := a.http.Shutdown(sctx); serr != nil {
 		err = errors.Join(err, serr)
 	}
+	if serr := a.engine.Stop(sctx); serr != nil {
+		err = errors.Join(err, fmt.Errorf("engine: %w", serr))
+	}
 	a.closeStores()
 	a.log.Info("stopped")
 	return err
 }
 
 func (a *App) closeStores() {
+	if a.engine != nil && a.ln == nil {
+		a.engine.Kill() // failed to finish starting: nothing was acknowledged yet
+	}
+	if a.sims != nil {
+		a.sims.Close()
+	}
 	if a.redis != nil {
 		a.redis.Close()
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tuma-sms/tuma/carriers"
 )
 
 // Config is the whole configuration of a node, read once from the environment and validated.
@@ -49,6 +51,16 @@ type Config struct {
 	BcryptCost        int
 	RefreshTokenTTL   time.Duration
 	TrustForwardedFor bool
+
+	SimLatency      time.Duration
+	SimReceiptDelay time.Duration
+	SimTPS          PerNetwork
+	SimFailureRate  float64
+	SimThrottleRate float64
+	SimOutcomes     Outcomes
+	LinkTPS         PerNetwork
+	LinkWindow      int
+	ReceiptTimeout  time.Duration
 
 	// JWTSecretGenerated is set when no secret was configured and a random one was made.
 	JWTSecretGenerated bool
@@ -220,6 +232,33 @@ func options() []option {
 		{"TUMA_REFRESH_TOKEN_TTL", "720h", "lifetime of refresh tokens", false,
 			func(c *Config, v string) error { return duration(&c.RefreshTokenTTL, v) },
 			func(c *Config) string { return c.RefreshTokenTTL.String() }},
+		{"TUMA_SIM_LATENCY", "20ms", "simulated networks: time a submit takes", false,
+			func(c *Config, v string) error { return nonNegDuration(&c.SimLatency, v) },
+			func(c *Config) string { return c.SimLatency.String() }},
+		{"TUMA_SIM_RECEIPT_DELAY", "1s", "simulated networks: time from submit to delivery receipt", false,
+			func(c *Config, v string) error { return nonNegDuration(&c.SimReceiptDelay, v) },
+			func(c *Config) string { return c.SimReceiptDelay.String() }},
+		{"TUMA_SIM_TPS", "0", "simulated networks: submits per second each accepts before throttling (0 = unlimited; or safaricom=100,airtel=50,telkom=20)", false,
+			func(c *Config, v string) error { return c.SimTPS.parse(v) },
+			func(c *Config) string { return c.SimTPS.String() }},
+		{"TUMA_SIM_FAILURE_RATE", "0", "simulated networks: probability a submit fails temporarily (retried)", false,
+			func(c *Config, v string) error { return rate(&c.SimFailureRate, v) },
+			func(c *Config) string { return strconv.FormatFloat(c.SimFailureRate, 'f', -1, 64) }},
+		{"TUMA_SIM_THROTTLE_RATE", "0", "simulated networks: probability a submit is answered with a throttle", false,
+			func(c *Config, v string) error { return rate(&c.SimThrottleRate, v) },
+			func(c *Config) string { return strconv.FormatFloat(c.SimThrottleRate, 'f', -1, 64) }},
+		{"TUMA_SIM_OUTCOMES", "delivered=97,undeliverable=2,expired=1", "simulated networks: mix of final outcomes (delivered, undeliverable, expired, rejected weights)", false,
+			func(c *Config, v string) error { return c.SimOutcomes.parse(v) },
+			func(c *Config) string { return c.SimOutcomes.String() }},
+		{"TUMA_LINK_TPS", "0", "carrier links: our own submit rate cap per network (0 = none; or safaricom=100,…)", false,
+			func(c *Config, v string) error { return c.LinkTPS.parse(v) },
+			func(c *Config) string { return c.LinkTPS.String() }},
+		{"TUMA_LINK_WINDOW", "100", "carrier links: most submits in flight per network", false,
+			func(c *Config, v string) error { return intIn(&c.LinkWindow, v, 1, 100_000) },
+			func(c *Config) string { return strconv.Itoa(c.LinkWindow) }},
+		{"TUMA_RECEIPT_TIMEOUT", "10m", "a sent message with no delivery receipt after this is asked about", false,
+			func(c *Config, v string) error { return duration(&c.ReceiptTimeout, v) },
+			func(c *Config) string { return c.ReceiptTimeout.String() }},
 		{"TUMA_TRUST_FORWARDED_FOR", "false", "take client IPs from X-Forwarded-For (only behind a trusted proxy)", false,
 			func(c *Config, v string) error { return boolean(&c.TrustForwardedFor, v) },
 			func(c *Config) string { return strconv.FormatBool(c.TrustForwardedFor) }},
@@ -356,6 +395,99 @@ func duration(dst *time.Duration, v string) error {
 	}
 	*dst = d
 	return nil
+}
+
+func nonNegDuration(dst *time.Duration, v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return errors.New("must be a duration such as 0s, 20ms or 2s")
+	}
+	*dst = d
+	return nil
+}
+
+func rate(dst *float64, v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 1 {
+		return errors.New("must be a probability from 0 to 1")
+	}
+	*dst = f
+	return nil
+}
+
+// PerNetwork is a number for each network, written "100" (all the same) or
+// "safaricom=100,airtel=50" (unnamed networks get 0).
+type PerNetwork [4]float64
+
+func (p *PerNetwork) parse(v string) error {
+	*p = PerNetwork{}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f < 0 {
+			return errors.New("must not be negative")
+		}
+		for _, n := range carriers.Networks() {
+			p[n] = f
+		}
+		return nil
+	}
+	for _, part := range strings.Split(v, ",") {
+		name, num, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, known := carriers.ParseNetwork(strings.TrimSpace(name))
+		f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+		if !ok || !known || err != nil || f < 0 {
+			return errors.New(`must be a number, or network=number pairs such as "safaricom=100,airtel=50"`)
+		}
+		p[n] = f
+	}
+	return nil
+}
+
+func (p PerNetwork) String() string {
+	if p[1] == p[2] && p[2] == p[3] {
+		return strconv.FormatFloat(p[1], 'f', -1, 64)
+	}
+	var parts []string
+	for _, n := range carriers.Networks() {
+		parts = append(parts, n.String()+"="+strconv.FormatFloat(p[n], 'f', -1, 64))
+	}
+	return strings.Join(parts, ",")
+}
+
+// Outcomes weighs the final outcomes of simulated messages.
+type Outcomes struct {
+	Delivered, Undeliverable, Expired, Rejected float64
+}
+
+func (o *Outcomes) parse(v string) error {
+	*o = Outcomes{}
+	for _, part := range strings.Split(v, ",") {
+		name, num, ok := strings.Cut(strings.TrimSpace(part), "=")
+		f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+		if !ok || err != nil || f < 0 {
+			return errors.New(`must be name=weight pairs such as "delivered=97,undeliverable=2,expired=1"`)
+		}
+		switch strings.TrimSpace(name) {
+		case "delivered":
+			o.Delivered = f
+		case "undeliverable":
+			o.Undeliverable = f
+		case "expired":
+			o.Expired = f
+		case "rejected":
+			o.Rejected = f
+		default:
+			return fmt.Errorf("unknown outcome %q (delivered, undeliverable, expired, rejected)", name)
+		}
+	}
+	if o.Delivered+o.Undeliverable+o.Expired+o.Rejected == 0 {
+		return errors.New("weights must not all be zero")
+	}
+	return nil
+}
+
+func (o Outcomes) String() string {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	return "delivered=" + f(o.Delivered) + ",undeliverable=" + f(o.Undeliverable) + ",expired=" + f(o.Expired) + ",rejected=" + f(o.Rejected)
 }
 
 func httpURL(dst *string, v string) error {

@@ -174,3 +174,13 @@ func (n *node) login(a account) (access, refresh string) {
 func key(a account) []string       { return []string{"X-API-Key", a.APIKey} }
 func bearer(token string) []string { return []string{"Authorization", "Bearer " + token} }
 func adminAuth() []string          { return []string{"Authorization", "Bearer " + adminToken} }
+
+// json2 decodes a body that is a JSON array.
+func (r response) json2(t *testing.T) []any {
+	t.Helper()
+	var a []any
+	if err := json.Unmarshal(r.Body, &a); err != nil {
+		t.Fatalf("response %d %q is not a JSON array: %v", r.Status, r.Body, err)
+	}
+	return a
+}

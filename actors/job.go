@@ -1,0 +1,185 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// jobActor streams one job's messages to the links with per-network credit: at most
+// JobWindow messages of a network are outstanding, and a message stops being outstanding when
+// its submit outcome is durable. Its state outlives a restart (see jobState).
+type jobActor struct {
+	e  *Engine
+	st *jobState
+}
+
+// jobState is kept by the actor's producer, so a panic-restart resumes exactly where the job
+// was instead of resubmitting or forgetting what is in flight.
+type jobState struct {
+	start       jobStart
+	tenant      *actor.PID
+	started     bool
+	ready       bool
+	queues      [4][]dispatchMsg
+	outstanding [4]int
+	loadDelay   time.Duration
+}
+
+func (j *jobActor) Receive(ctx actor.Context) {
+	st := j.st
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		if st.started { // restarted after a panic
+			j.pump(ctx)
+			return
+		}
+		st.started = true
+		j.e.jobs.Store(st.start.job.ID, ctx.Self())
+		j.e.m.jobsActive.Inc()
+		if st.start.inline != nil {
+			st.ready = true
+			j.enqueue(st.start.inline)
+			st.start.inline = nil
+			j.pump(ctx)
+			return
+		}
+		j.load(ctx)
+	case *jobReady:
+		if msg.err != nil {
+			st.loadDelay = min(max(2*st.loadDelay, 100*time.Millisecond), 10*time.Second)
+			j.e.log.Error("load job", slog.String("job_id", st.start.job.ID.String()), slog.Any("error", msg.err),
+				slog.Duration("retry_in", st.loadDelay))
+			self, root := ctx.Self(), j.e.root
+			time.AfterFunc(st.loadDelay, func() { root.Send(self, &reloadJob{}) })
+			return
+		}
+		st.ready = true
+		j.enqueue(msg.msgs)
+		j.askAbout(msg.pending)
+		j.pump(ctx)
+	case *reloadJob:
+		j.load(ctx)
+	case *outcomesDurable:
+		for n := range msg.n {
+			st.outstanding[n] -= msg.n[n]
+		}
+		j.pump(ctx)
+	case *actor.Stopped:
+		j.e.jobs.CompareAndDelete(st.start.job.ID, ctx.Self())
+		j.e.m.jobsActive.Dec()
+	case *panicNow:
+		panic("job: panic requested")
+	}
+}
+
+type reloadJob struct{}
+
+func (j *jobActor) enqueue(msgs []dispatchMsg) {
+	for _, m := range msgs {
+		j.st.queues[m.network] = append(j.st.queues[m.network], m)
+	}
+}
+
+// askAbout sends the messages that were sent before a restart to their links' live status
+// check: their pushed receipts were lost with the old process.
+func (j *jobActor) askAbout(pending []pendingReceipt) {
+	var byNet [4][]string
+	for _, p := range pending {
+		byNet[p.network] = append(byNet[p.network], p.providerID)
+	}
+	for n, ids := range byNet {
+		if len(ids) > 0 {
+			j.e.root.Send(j.e.links[n], &queryMany{ids: ids, retryFor: j.e.opts.ReceiptTimeout})
+		}
+	}
+}
+
+// pump hands messages to the links while the windows allow, and finishes the job when
+// everything it held has a durable outcome.
+func (j *jobActor) pump(ctx actor.Context) {
+	st := j.st
+	if !st.ready {
+		return
+	}
+	window := j.e.opts.JobWindow
+	done := true
+	for n := 1; n < 4; n++ {
+		q := st.queues[n]
+		i := 0
+		for ; i < len(q) && st.outstanding[n] < window; i++ {
+			ctx.Send(j.e.links[n], &submitReq{msg: q[i], variant: &st.start.variants[n], job: ctx.Self()})
+			st.outstanding[n]++
+		}
+		clear(q[:i])
+		st.queues[n] = q[i:]
+		if len(st.queues[n]) > 0 || st.outstanding[n] > 0 {
+			done = false
+		}
+	}
+	if done {
+		ctx.Send(st.tenant, &jobDispatched{id: st.start.job.ID})
+		ctx.Stop(ctx.Self())
+	}
+}
+
+// load brings the job's messages into memory: expanding a job accepted in compact form, or
+// reading what is still open of a job accepted earlier (after a restart).
+func (j *jobActor) load(ctx actor.Context) {
+	self, root := ctx.Self(), j.e.root
+	js := j.st.start
+	j.e.goIO(5*time.Minute, func(c context.Context) {
+		msgs, pending, err := j.loadMessages(c, js)
+		root.Send(self, &jobReady{msgs: msgs, pending: pending, err: err})
+	})
+}
+
+func (j *jobActor) loadMessages(ctx context.Context, js jobStart) ([]dispatchMsg, []pendingReceipt, error) {
+	if js.job.Pending != nil {
+		rs, err := persistence.DecodeRecipients(js.job.Pending)
+		if err != nil {
+			return nil, nil, fmt.Errorf("job %s: %w", js.job.ID, err)
+		}
+		rows := make([]persistence.NewMessage, len(rs))
+		msgs := make([]dispatchMsg, len(rs))
+		now := time.Now()
+		for i, r := range rs {
+			rows[i] = newMessage(js.job, js.variants[r.Network], r)
+			msgs[i] = dispatchMsg{id: rows[i].ID, nsn: r.NSN, network: r.Network, createdAt: now}
+		}
+		start := time.Now()
+		expanded, err := j.e.store.ExpandJob(ctx, js.job, rows)
+		j.e.m.batchLatency.WithLabelValues("expand").Observe(time.Since(start).Seconds())
+		j.e.m.batchSize.WithLabelValues("expand").Observe(float64(len(rows)))
+		if err != nil {
+			return nil, nil, err
+		}
+		if expanded {
+			return msgs, nil, nil
+		}
+		// An earlier run expanded it and crashed: what it wrote is the truth.
+	}
+	open, err := j.e.store.OpenMessages(ctx, js.job.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var msgs []dispatchMsg
+	var pending []pendingReceipt
+	for _, m := range open {
+		if m.Status == "sent" {
+			pending = append(pending, pendingReceipt{providerID: m.ProviderID, network: m.Network})
+			continue
+		}
+		nsn, err := persistence.ParseE164(m.Recipient)
+		if err != nil {
+			return nil, nil, err
+		}
+		msgs = append(msgs, dispatchMsg{id: m.ID, nsn: nsn, network: m.Network, body: m.Body})
+	}
+	return msgs, pending, nil
+}

@@ -1,0 +1,170 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// Messages between actors are plain data (they could become protobuf for a cluster).
+
+// To the supervisor.
+type (
+	getTenant   struct{ id uuid.UUID } // → *actor.PID of the tenant, spawned if needed
+	passivating struct{ id uuid.UUID } // a tenant with nothing to do asks to be stopped
+	drain       struct{}               // finish what you hold, take nothing new; answer when done
+	drained     struct{}               // the answer to drain
+)
+
+// To a tenant.
+type (
+	sendCmd struct {
+		req SendRequest
+		at  time.Time
+	}
+	creditCmd struct {
+		cents                          int64
+		txType, reference, description string
+	}
+	creditDone struct {
+		wallet persistence.WalletSnapshot
+		err    error
+		reply  *actor.PID
+		cents  int64
+	}
+	pricingCmd struct {
+		tier     *string
+		internal bool
+	}
+	pricingDone struct {
+		cmd   *pricingCmd
+		err   error
+		reply *actor.PID
+	}
+	reloadTenant struct{}
+	tenantLoaded struct {
+		state persistence.TenantState
+		err   error
+	}
+	// walletChanged carries a snapshot committed elsewhere (refunds).
+	walletChanged struct{ wallet persistence.WalletSnapshot }
+	// resumeJob hands a tenant an unfinished job found at start.
+	resumeJob struct{ job persistence.JobRecord }
+	// jobDispatched: the job has submitted everything; its slot is free.
+	jobDispatched struct{ id uuid.UUID }
+)
+
+// Between a tenant and the writer.
+type (
+	acceptReq struct {
+		job     persistence.NewJob
+		reply   *actor.PID // the caller waiting for the 202
+		tenant  *actor.PID
+		start   time.Time
+		inline  []dispatchMsg // the inline messages, ready to dispatch
+		variant [4]variant
+	}
+	acceptDone struct {
+		req    *acceptReq
+		result persistence.AcceptResult
+		err    error
+	}
+	acceptBatchDone struct {
+		reqs    []*acceptReq
+		results []persistence.AcceptResult
+		err     error
+	}
+)
+
+// To a job.
+type (
+	jobReady struct { // its messages are in memory
+		msgs    []dispatchMsg
+		pending []pendingReceipt
+		err     error
+	}
+	// outcomesDurable: submit outcomes of this many messages per network are recorded.
+	outcomesDurable struct{ n [4]int }
+	jobCompleted    struct{}
+)
+
+// dispatchMsg is a message in flight through the engine, kept compact: the text is shared by
+// every message of a job on the same network.
+type dispatchMsg struct {
+	id        uuid.UUID
+	nsn       uint32
+	network   carriers.Network
+	body      *string // personalised text, else the job's variant
+	createdAt time.Time
+}
+
+// variant is the text, sender and segmentation of a job on one network.
+type variant struct {
+	text     string
+	sender   string
+	prefixed bool
+	parts    int
+	encoding carriers.Encoding
+}
+
+// pendingReceipt is a message already sent whose receipt we must ask for (after a restart).
+type pendingReceipt struct {
+	providerID string
+	network    carriers.Network
+}
+
+// To a link.
+type (
+	submitReq struct {
+		msg      dispatchMsg
+		variant  *variant
+		job      *actor.PID
+		attempts int
+	}
+	submitDone struct {
+		req        *submitReq
+		providerID string
+		err        error
+		done       func(error)
+		took       time.Duration
+	}
+	wake     struct{}
+	queryCmd struct{ providerID string }
+	// queryMany asks about many messages; final answers go to receipts. Messages still en
+	// route are asked again, with growing pauses, for up to retryFor.
+	queryMany struct {
+		ids      []string
+		retryFor time.Duration
+	}
+	queryDone struct {
+		reply *actor.PID
+		st    CarrierStatus
+		err   error
+	}
+	panicNow struct{} // test hook: make the actor panic
+)
+
+// To receipts.
+type (
+	submittedEv struct {
+		s   persistence.Submitted
+		job *actor.PID
+	}
+	failedEv struct {
+		f       persistence.Failure
+		network carriers.Network
+		job     *actor.PID
+	}
+	receiptEv struct{ r persistence.Receipt }
+	syncCmd   struct{ receipt persistence.Receipt }
+	flushDone struct {
+		res   persistence.FlushResult
+		err   error
+		batch *receiptBatch
+		took  time.Duration
+	}
+)

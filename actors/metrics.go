@@ -1,0 +1,119 @@
+package actors
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tuma-sms/tuma/carriers"
+)
+
+// metrics are the engine's Prometheus series. Labels stay bounded: network, outcome, kind.
+type metrics struct {
+	accepted      *prometheus.CounterVec   // network
+	submitted     *prometheus.CounterVec   // network
+	delivered     *prometheus.CounterVec   // network
+	failed        *prometheus.CounterVec   // network, stage (submit, receipt)
+	throttled     *prometheus.CounterVec   // network
+	retries       *prometheus.CounterVec   // network
+	submitLatency *prometheus.HistogramVec // network
+	endToEnd      *prometheus.HistogramVec // network, outcome
+	acceptLatency prometheus.Histogram
+	breakerState  *prometheus.GaugeVec // network: 0 closed, 1 half-open, 2 open
+	windowInUse   *prometheus.GaugeVec // network
+	windowSize    *prometheus.GaugeVec // network
+	linkQueue     *prometheus.GaugeVec // network
+	restarts      *prometheus.CounterVec
+	tenants       prometheus.Gauge
+	jobsActive    prometheus.Gauge
+	jobsWaiting   prometheus.Gauge
+	receiptsQueue prometheus.Gauge
+	debited       prometheus.Counter
+	refunded      prometheus.Counter
+	credited      prometheus.Counter
+	batchSize     *prometheus.HistogramVec // op
+	batchLatency  *prometheus.HistogramVec // op
+	batchErrors   *prometheus.CounterVec   // op
+	unmatched     prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	lat := []float64{.0005, .001, .0025, .005, .01, .02, .04, .06, .1, .25, .5, 1, 2.5, 5, 10}
+	byNet := []string{"network"}
+	m := &metrics{
+		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "messages", Name: "accepted_total",
+			Help: "Messages accepted (durably queued) by network."}, byNet),
+		submitted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "messages", Name: "submitted_total",
+			Help: "Messages the network accepted (status sent), by network."}, byNet),
+		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "messages", Name: "delivered_total",
+			Help: "Messages delivered, by network."}, byNet),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "messages", Name: "failed_total",
+			Help: "Messages failed, by network and stage (submit: never accepted; receipt: the network reported failure)."},
+			[]string{"network", "stage"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "throttled_total",
+			Help: "Submits the network answered with a throttle (retried later, not failed)."}, byNet),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "retries_total",
+			Help: "Submits retried after a temporary failure."}, byNet),
+		submitLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: "link", Name: "submit_duration_seconds",
+			Help: "Time a network takes to answer a submit.", Buckets: lat}, byNet),
+		endToEnd: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: "messages", Name: "end_to_end_seconds",
+			Help:    "Time from acceptance to a final state (delivered or failed).",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}}, []string{"network", "outcome"}),
+		acceptLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: "engine", Name: "accept_duration_seconds",
+			Help: "Time from a send reaching its tenant to the durable commit of its job and debit.", Buckets: lat}),
+		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "link", Name: "breaker_state",
+			Help: "Circuit breaker state per network: 0 closed, 1 half-open, 2 open."}, byNet),
+		windowInUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "link", Name: "window_in_use",
+			Help: "Submits in flight per network."}, byNet),
+		windowSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "link", Name: "window_size",
+			Help: "Most submits a link keeps in flight."}, byNet),
+		linkQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "link", Name: "queue_depth",
+			Help: "Messages waiting in a link for a token, a window slot or the breaker."}, byNet),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "actor", Name: "restarts_total",
+			Help: "Actors restarted by their supervisor after a panic, by kind."}, []string{"kind"}),
+		tenants: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "tenants_active",
+			Help: "Tenant actors alive."}),
+		jobsActive: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "jobs_active",
+			Help: "Jobs dispatching now."}),
+		jobsWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "jobs_waiting",
+			Help: "Jobs waiting for a dispatch slot of their tenant."}),
+		receiptsQueue: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "receipts", Name: "queue_depth",
+			Help: "Status transitions waiting to be written."}),
+		debited: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "wallet", Name: "debited_cents_total",
+			Help: "Cents debited for accepted sends."}),
+		refunded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "wallet", Name: "refunded_cents_total",
+			Help: "Cents refunded for failed messages."}),
+		credited: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "wallet", Name: "credited_cents_total",
+			Help: "Cents credited (top-ups, operator credits)."}),
+		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: "db", Name: "batch_size",
+			Help: "Items per database batch, by operation.", Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}},
+			[]string{"op"}),
+		batchLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: "db", Name: "batch_duration_seconds",
+			Help: "Time a database batch takes, by operation.", Buckets: lat}, []string{"op"}),
+		batchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "db", Name: "batch_errors_total",
+			Help: "Database batches that failed (and were retried), by operation."}, []string{"op"}),
+		unmatched: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "receipts", Name: "unmatched_total",
+			Help: "Receipts dropped because no sent message matched them after retries."}),
+	}
+	for _, c := range []prometheus.Collector{m.accepted, m.submitted, m.delivered, m.failed, m.throttled, m.retries,
+		m.submitLatency, m.endToEnd, m.acceptLatency, m.breakerState, m.windowInUse, m.windowSize, m.linkQueue, m.restarts,
+		m.tenants, m.jobsActive, m.jobsWaiting, m.receiptsQueue, m.debited, m.refunded, m.credited, m.batchSize,
+		m.batchLatency, m.batchErrors, m.unmatched} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	// Every network's series exist from the start, so dashboards and alerts see zeros.
+	for _, n := range carriers.Networks() {
+		l := n.String()
+		m.accepted.WithLabelValues(l)
+		m.submitted.WithLabelValues(l)
+		m.delivered.WithLabelValues(l)
+		m.failed.WithLabelValues(l, "submit")
+		m.failed.WithLabelValues(l, "receipt")
+		m.throttled.WithLabelValues(l)
+		m.retries.WithLabelValues(l)
+		m.breakerState.WithLabelValues(l)
+		m.windowInUse.WithLabelValues(l)
+		m.linkQueue.WithLabelValues(l)
+	}
+	return m, nil
+}

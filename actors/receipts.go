@@ -1,0 +1,246 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// receiptsActor turns per-message events into batched transactions: submissions, failures
+// and receipts, job counters, refunds and account counts. One flush runs at a time, so status
+// writes are ordered; events arriving meanwhile make the next flush bigger.
+type receiptsActor struct {
+	e  *Engine
+	st *receiptsState
+}
+
+// receiptsState survives a restart: the events it holds are not yet durable anywhere else.
+type receiptsState struct {
+	buf        *receiptBatch
+	flushing   bool
+	armed      bool
+	retryDelay time.Duration
+	holdUntil  time.Time             // after a failed write, no flush before this
+	late       map[lateKey]time.Time // receipts that matched nothing yet, by first sight
+	draining   []*actor.PID
+}
+
+type lateKey struct {
+	providerID string
+	network    carriers.Network
+}
+
+// lateReceiptGrace is how long a receipt that matches no sent message is retried: it may
+// have overtaken its own submission's write.
+const lateReceiptGrace = 30 * time.Second
+
+// receiptBatch holds events in arrival order, by kind, with whom to tell once durable.
+type receiptBatch struct {
+	persistence.ReceiptBatch
+	subJobs  []*actor.PID
+	failJobs []*actor.PID
+	failNets []carriers.Network
+	syncs    []*actor.PID
+}
+
+func (b *receiptBatch) size() int { return len(b.Submitted) + len(b.Failed) + len(b.Receipts) }
+
+// prepend puts an unwritten batch back in front of what arrived since.
+func (b *receiptBatch) prepend(old *receiptBatch) {
+	b.Submitted = append(old.Submitted, b.Submitted...)
+	b.subJobs = append(old.subJobs, b.subJobs...)
+	b.Failed = append(old.Failed, b.Failed...)
+	b.failJobs = append(old.failJobs, b.failJobs...)
+	b.failNets = append(old.failNets, b.failNets...)
+	b.Receipts = append(old.Receipts, b.Receipts...)
+	b.syncs = append(old.syncs, b.syncs...)
+}
+
+type flushTimer struct{}
+
+func (r *receiptsActor) Receive(ctx actor.Context) {
+	st := r.st
+	if st.buf == nil {
+		st.buf = &receiptBatch{}
+		st.late = map[lateKey]time.Time{}
+	}
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		st.armed, st.flushing = false, false // timers and flushes of a previous instance may be gone
+		r.flush(ctx)
+	case *submittedEv:
+		st.buf.Submitted = append(st.buf.Submitted, msg.s)
+		st.buf.subJobs = append(st.buf.subJobs, msg.job)
+		r.maybeFlush(ctx)
+	case *failedEv:
+		st.buf.Failed = append(st.buf.Failed, msg.f)
+		st.buf.failJobs = append(st.buf.failJobs, msg.job)
+		st.buf.failNets = append(st.buf.failNets, msg.network)
+		r.maybeFlush(ctx)
+	case *receiptEv:
+		st.buf.Receipts = append(st.buf.Receipts, msg.r)
+		r.maybeFlush(ctx)
+	case *syncCmd:
+		st.buf.Receipts = append(st.buf.Receipts, msg.receipt)
+		st.buf.syncs = append(st.buf.syncs, ctx.Sender())
+		r.flush(ctx)
+	case *flushTimer:
+		st.armed = false
+		r.flush(ctx)
+	case *flushDone:
+		st.flushing = false
+		r.flushed(ctx, msg)
+		r.flush(ctx)
+	case *drain:
+		st.draining = append(st.draining, ctx.Sender())
+		r.flush(ctx)
+	case *panicNow:
+		panic("receipts: panic requested")
+	}
+	r.e.m.receiptsQueue.Set(float64(st.buf.size()))
+	if len(st.draining) > 0 && !st.flushing && st.buf.size() == 0 {
+		for _, p := range st.draining {
+			ctx.Send(p, &drained{})
+		}
+		st.draining = nil
+	}
+}
+
+func (r *receiptsActor) maybeFlush(ctx actor.Context) {
+	st := r.st
+	if st.buf.size() >= r.e.opts.ReceiptsBatch {
+		r.flush(ctx)
+		return
+	}
+	if !st.armed && !st.flushing {
+		st.armed = true
+		self, root := ctx.Self(), r.e.root
+		time.AfterFunc(r.e.opts.ReceiptsInterval, func() { root.Send(self, &flushTimer{}) })
+	}
+}
+
+func (r *receiptsActor) flush(ctx actor.Context) {
+	st := r.st
+	if st.flushing || st.buf.size() == 0 || time.Now().Before(st.holdUntil) {
+		return
+	}
+	batch := st.buf
+	st.buf = &receiptBatch{}
+	st.flushing = true
+	self, root, m := ctx.Self(), r.e.root, r.e.m
+	r.e.goIO(time.Minute, func(c context.Context) {
+		start := time.Now()
+		res, err := r.e.store.FlushReceipts(c, batch.ReceiptBatch)
+		took := time.Since(start)
+		m.batchLatency.WithLabelValues("receipts").Observe(took.Seconds())
+		m.batchSize.WithLabelValues("receipts").Observe(float64(batch.size()))
+		root.Send(self, &flushDone{res: res, err: err, batch: batch, took: took})
+	})
+}
+
+// flushed tells everyone what became durable, or puts the batch back to try again.
+func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
+	st, e, m := r.st, r.e, r.e.m
+	if d.err != nil {
+		m.batchErrors.WithLabelValues("receipts").Inc()
+		st.retryDelay = min(max(2*st.retryDelay, 50*time.Millisecond), 5*time.Second)
+		e.log.Error("write receipts; will retry", slog.Any("error", d.err), slog.Int("events", d.batch.size()),
+			slog.Duration("retry_in", st.retryDelay))
+		st.buf.prepend(d.batch)
+		st.holdUntil = time.Now().Add(st.retryDelay)
+		st.armed = true
+		self, root := ctx.Self(), e.root
+		time.AfterFunc(st.retryDelay, func() { root.Send(self, &flushTimer{}) })
+		return
+	}
+	st.retryDelay = 0
+	b, res := d.batch, d.res
+
+	// Credit back the jobs whose messages now have durable submit outcomes.
+	credits := map[*actor.PID]*[4]int{}
+	credit := func(job *actor.PID, n carriers.Network) {
+		if job == nil {
+			return
+		}
+		c := credits[job]
+		if c == nil {
+			c = new([4]int)
+			credits[job] = c
+		}
+		c[n]++
+	}
+	for i, s := range b.Submitted {
+		credit(b.subJobs[i], s.Network)
+	}
+	for i := range b.Failed {
+		credit(b.failJobs[i], b.failNets[i])
+	}
+	for job, c := range credits {
+		ctx.Send(job, &outcomesDurable{n: *c})
+	}
+	for _, w := range res.Refunds {
+		if pid, ok := e.tenants.Load(w.AccountID); ok {
+			ctx.Send(pid.(*actor.PID), &walletChanged{wallet: w})
+		}
+	}
+	var refunded int64
+	for _, j := range res.Jobs {
+		refunded += j.RefundedCents
+	}
+	m.refunded.Add(float64(refunded))
+	for _, f := range res.Final {
+		l := f.Network.String()
+		if f.Delivered {
+			m.delivered.WithLabelValues(l).Inc()
+			m.endToEnd.WithLabelValues(l, "delivered").Observe(f.DoneAt.Sub(f.CreatedAt).Seconds())
+		} else {
+			m.failed.WithLabelValues(l, f.Stage).Inc()
+			m.endToEnd.WithLabelValues(l, "failed").Observe(f.DoneAt.Sub(f.CreatedAt).Seconds())
+		}
+	}
+	// Receipts that overtook their submission's write get another chance, for a while.
+	now := time.Now()
+	for _, rc := range res.LateReceipts {
+		k := lateKey{rc.ProviderID, rc.Network}
+		first, seen := st.late[k]
+		if !seen {
+			st.late[k], first = now, now
+		}
+		if now.Sub(first) < lateReceiptGrace {
+			st.buf.Receipts = append(st.buf.Receipts, rc)
+		} else {
+			delete(st.late, k)
+			m.unmatched.Inc()
+			e.log.Warn("receipt matches no sent message; dropped", slog.String("provider_id", rc.ProviderID),
+				slog.String("network", rc.Network.String()))
+		}
+	}
+	for _, rc := range b.Receipts {
+		if _, ok := st.late[lateKey{rc.ProviderID, rc.Network}]; ok && !containsReceipt(res.LateReceipts, rc) {
+			delete(st.late, lateKey{rc.ProviderID, rc.Network})
+		}
+	}
+	for _, p := range b.syncs {
+		ctx.Send(p, &struct{}{})
+	}
+	if len(st.buf.Receipts) > 0 && st.buf.size() == len(st.buf.Receipts) && !st.armed {
+		// Only late receipts are waiting: give their submissions a moment.
+		st.armed = true
+		self, root := ctx.Self(), e.root
+		time.AfterFunc(50*time.Millisecond, func() { root.Send(self, &flushTimer{}) })
+	}
+}
+
+func containsReceipt(rs []persistence.Receipt, r persistence.Receipt) bool {
+	for _, x := range rs {
+		if x.ProviderID == r.ProviderID && x.Network == r.Network {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,81 @@
+package actors
+
+import (
+	"context"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// writerActor group-commits accepted sends. Requests that arrive while a commit is running
+// are taken together by the next one, so under load one transaction (one fsync) carries
+// hundreds of sends, and at low load a send commits alone without waiting.
+//
+// Its state lives outside the actor instance, so a restart after a panic keeps the sends it
+// holds (their callers are waiting) instead of dropping them.
+type writerActor struct {
+	e *Engine
+	*writerState
+}
+
+type writerState struct {
+	queue    []*acceptReq
+	inflight int
+	waiters  []*actor.PID // drain callers
+}
+
+func (w *writerActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *acceptReq:
+		w.queue = append(w.queue, msg)
+		w.flush(ctx)
+	case *acceptBatchDone:
+		w.inflight--
+		for i, r := range msg.reqs {
+			d := &acceptDone{req: r, err: msg.err}
+			if msg.err == nil {
+				d.result = msg.results[i]
+			}
+			ctx.Send(r.tenant, d)
+		}
+		w.flush(ctx)
+	case *drain:
+		w.waiters = append(w.waiters, ctx.Sender())
+	case *panicNow:
+		panic("writer: panic requested")
+	}
+	if len(w.waiters) > 0 && w.inflight == 0 && len(w.queue) == 0 {
+		for _, p := range w.waiters {
+			ctx.Send(p, &drained{})
+		}
+		w.waiters = nil
+	}
+}
+
+func (w *writerActor) flush(ctx actor.Context) {
+	for w.inflight < w.e.opts.AcceptParallel && len(w.queue) > 0 {
+		n := min(len(w.queue), w.e.opts.AcceptBatch)
+		reqs := make([]*acceptReq, n)
+		copy(reqs, w.queue)
+		clear(w.queue[:n])
+		w.queue = w.queue[n:]
+		w.inflight++
+		self, root, m := ctx.Self(), w.e.root, w.e.m
+		w.e.goIO(30*time.Second, func(c context.Context) {
+			jobs := make([]persistence.NewJob, len(reqs))
+			for i, r := range reqs {
+				jobs[i] = r.job
+			}
+			start := time.Now()
+			results, err := w.e.store.AcceptJobs(c, jobs)
+			m.batchLatency.WithLabelValues("accept").Observe(time.Since(start).Seconds())
+			m.batchSize.WithLabelValues("accept").Observe(float64(len(jobs)))
+			if err != nil {
+				m.batchErrors.WithLabelValues("accept").Inc()
+			}
+			root.Send(self, &acceptBatchDone{reqs: reqs, results: results, err: err})
+		})
+	}
+}

@@ -1,0 +1,842 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tuma-sms/tuma/carriers"
+)
+
+// ErrInsufficientBalance means the wallet cannot cover a debit. The tenant actor prevents it;
+// the database's conditional update is the backstop.
+var ErrInsufficientBalance = errors.New("insufficient balance")
+
+// NewMessage is one message row written with its job or at expansion.
+type NewMessage struct {
+	ID        uuid.UUID
+	Recipient string // E.164
+	Network   carriers.Network
+	Sender    string
+	Prefixed  bool
+	Body      *string // personalised text; nil means the job's text
+	Parts     int
+	Encoding  carriers.Encoding
+	CostCents int64
+}
+
+// NewNotification is an in-app notification written in the same transaction as what caused it.
+type NewNotification struct {
+	Type, Title, Message string
+}
+
+// NewJob is an accepted send, written with its debit in one transaction.
+type NewJob struct {
+	ID           uuid.UUID
+	AccountID    uuid.UUID
+	CampaignID   *uuid.UUID
+	Source       string
+	Message      string
+	SharedPrefix string
+	Senders      [3]string // by network (carriers.Safaricom-1 …)
+	Prefixed     [3]bool
+	PriceCents   int64
+	Recipients   int
+	Units        int64 // SMS units: parts summed over recipients
+	CostCents    int64
+	Inline       []NewMessage // written now (small jobs)
+	Pending      []byte       // EncodeRecipients, expanded later (large jobs)
+	Notices      []NewNotification
+	Idempotency  *IdempotencyKey // completed in the same transaction
+}
+
+// WalletSnapshot is a wallet as one committed transaction left it. Version orders snapshots.
+type WalletSnapshot struct {
+	AccountID    uuid.UUID
+	BalanceCents int64
+	Version      int64
+}
+
+// AcceptResult is the outcome of one job in AcceptJobs.
+type AcceptResult struct {
+	Err    error // ErrInsufficientBalance, or nil
+	Wallet WalletSnapshot
+}
+
+// AcceptJobs durably records a group of jobs with their debits, messages, ledger entries and
+// notifications in one transaction (group commit). Wallet rows are locked in account order,
+// so concurrent groups cannot deadlock. A job whose account cannot cover its group's debits
+// fails alone with ErrInsufficientBalance.
+func (s *Store) AcceptJobs(ctx context.Context, jobs []NewJob) ([]AcceptResult, error) {
+	results := make([]AcceptResult, len(jobs))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// 1. Debit every account at once, in id order.
+		type debit struct {
+			cost, units, recipients int64
+		}
+		byAccount := map[uuid.UUID]*debit{}
+		for _, j := range jobs {
+			d := byAccount[j.AccountID]
+			if d == nil {
+				d = &debit{}
+				byAccount[j.AccountID] = d
+			}
+			d.cost += j.CostCents
+			d.units += j.Units
+			d.recipients += int64(j.Recipients)
+		}
+		accounts := sortedIDs(byAccount)
+		costs, units, recips := make([]int64, len(accounts)), make([]int64, len(accounts)), make([]int64, len(accounts))
+		for i, a := range accounts {
+			costs[i], units[i], recips[i] = byAccount[a].cost, byAccount[a].units, byAccount[a].recipients
+		}
+		rows, err := tx.Query(ctx, `
+			UPDATE wallets w SET
+				balance_cents = w.balance_cents - u.cost,
+				total_spent_cents = w.total_spent_cents + u.cost,
+				total_sms_sent = w.total_sms_sent + u.units,
+				lifetime_sms = w.lifetime_sms + u.units,
+				version = w.version + 1,
+				updated_at = now()
+			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS u(account_id, cost, units, ord)
+			WHERE w.account_id = u.account_id AND w.balance_cents >= u.cost
+			RETURNING w.account_id, w.balance_cents, w.version`, accounts, costs, units)
+		if err != nil {
+			return fmt.Errorf("debit wallets: %w", err)
+		}
+		snaps := map[uuid.UUID]WalletSnapshot{}
+		for rows.Next() {
+			var w WalletSnapshot
+			if err := rows.Scan(&w.AccountID, &w.BalanceCents, &w.Version); err != nil {
+				rows.Close()
+				return err
+			}
+			snaps[w.AccountID] = w
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("debit wallets: %w", err)
+		}
+		var ok []NewJob
+		for i, j := range jobs {
+			if w, debited := snaps[j.AccountID]; debited {
+				results[i].Wallet = w
+				ok = append(ok, j)
+			} else {
+				results[i].Err = ErrInsufficientBalance
+			}
+		}
+		if len(ok) == 0 {
+			return nil
+		}
+		// 2. Everything else in one pipelined round trip.
+		b := &pgx.Batch{}
+		queueJobInserts(b, ok)
+		queueMessageInserts(b, ok)
+		queueDebitEntries(b, ok)
+		queueNotifications(b, ok)
+		var (
+			countAccts []uuid.UUID
+			countN     []int64
+		)
+		for _, a := range accounts {
+			if _, debited := snaps[a]; debited {
+				countAccts, countN = append(countAccts, a), append(countN, byAccount[a].recipients)
+			}
+		}
+		b.Queue(`UPDATE message_counts c SET queued = c.queued + u.n
+			FROM unnest($1::uuid[], $2::bigint[]) AS u(account_id, n) WHERE c.account_id = u.account_id`, countAccts, countN)
+		queueIdempotency(b, ok)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("record jobs: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
+	n := len(jobs)
+	var (
+		ids, accts                    = make([]uuid.UUID, n), make([]uuid.UUID, n)
+		campaigns                     = make([]*uuid.UUID, n)
+		sources, msgs, prefixes       = make([]string, n), make([]string, n), make([]string, n)
+		senders, prefixed             = make([]string, n), make([]string, n)
+		prices, units, costs, recipsN = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		pending                       = make([][]byte, n)
+	)
+	for i, j := range jobs {
+		ids[i], accts[i], campaigns[i] = j.ID, j.AccountID, j.CampaignID
+		sources[i], msgs[i], prefixes[i] = j.Source, j.Message, j.SharedPrefix
+		senders[i], prefixed[i] = textArray(j.Senders[:]), boolArray(j.Prefixed[:])
+		prices[i], units[i], costs[i], recipsN[i] = j.PriceCents, j.Units, j.CostCents, int64(j.Recipients)
+		pending[i] = j.Pending
+	}
+	b.Queue(`INSERT INTO jobs (id, account_id, campaign_id, source, message, shared_prefix, senders, prefixed,
+			price_cents, recipients_count, sms_units, cost_cents, pending_recipients)
+		SELECT u.id, u.account_id, u.campaign_id, u.source, u.message, u.prefix, u.senders::text[], u.prefixed::boolean[],
+			u.price, u.recipients, u.units, u.cost, u.pending
+		FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+			$9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bytea[])
+			AS u(id, account_id, campaign_id, source, message, prefix, senders, prefixed, price, recipients, units, cost, pending)`,
+		ids, accts, campaigns, sources, msgs, prefixes, senders, prefixed, prices, recipsN, units, costs, pending)
+}
+
+func queueMessageInserts(b *pgx.Batch, jobs []NewJob) {
+	var m messageRows
+	for _, j := range jobs {
+		for _, msg := range j.Inline {
+			m.add(j, msg)
+		}
+	}
+	if len(m.ids) == 0 {
+		return
+	}
+	b.Queue(`INSERT INTO messages (id, job_id, account_id, campaign_id, recipient, network, sender, body, prefixed,
+			parts, encoding, cost_cents)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::smallint[], $7::text[],
+			$8::text[], $9::boolean[], $10::smallint[], $11::smallint[], $12::integer[])`,
+		m.ids, m.jobs, m.accts, m.campaigns, m.recipients, m.networks, m.senders, m.bodies, m.prefixed,
+		m.parts, m.encodings, m.costs)
+}
+
+// messageRows holds message rows column by column, for unnest and COPY alike.
+type messageRows struct {
+	ids, jobs, accts []uuid.UUID
+	campaigns        []*uuid.UUID
+	recipients       []string
+	networks         []int16
+	senders          []string
+	bodies           []*string
+	prefixed         []bool
+	parts, encodings []int16
+	costs            []int32
+}
+
+func (m *messageRows) add(j NewJob, msg NewMessage) {
+	m.ids = append(m.ids, msg.ID)
+	m.jobs = append(m.jobs, j.ID)
+	m.accts = append(m.accts, j.AccountID)
+	m.campaigns = append(m.campaigns, j.CampaignID)
+	m.recipients = append(m.recipients, msg.Recipient)
+	m.networks = append(m.networks, int16(msg.Network))
+	m.senders = append(m.senders, msg.Sender)
+	m.bodies = append(m.bodies, msg.Body)
+	m.prefixed = append(m.prefixed, msg.Prefixed)
+	m.parts = append(m.parts, int16(msg.Parts))
+	m.encodings = append(m.encodings, int16(msg.Encoding))
+	m.costs = append(m.costs, int32(msg.CostCents))
+}
+
+func queueDebitEntries(b *pgx.Batch, jobs []NewJob) {
+	n := len(jobs)
+	ids, accts, jobIDs := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]uuid.UUID, n)
+	amounts, counts := make([]int64, n), make([]int64, n)
+	descs := make([]string, n)
+	for i, j := range jobs {
+		ids[i], accts[i], jobIDs[i] = NewID(), j.AccountID, j.ID
+		amounts[i], counts[i] = j.CostCents, j.Units
+		descs[i] = fmt.Sprintf("SMS to %d recipient%s", j.Recipients, plural(j.Recipients))
+	}
+	b.Queue(`INSERT INTO wallet_transactions (id, account_id, type, amount_cents, sms_count, job_id, description)
+		SELECT u.id, u.account_id, 'debit', u.amount, u.sms, u.job_id, u.description
+		FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::uuid[], $6::text[])
+			AS u(id, account_id, amount, sms, job_id, description)`, ids, accts, amounts, counts, jobIDs, descs)
+}
+
+func queueNotifications(b *pgx.Batch, jobs []NewJob) {
+	var ids, accts []uuid.UUID
+	var types, titles, msgs []string
+	for _, j := range jobs {
+		for _, n := range j.Notices {
+			ids, accts = append(ids, NewID()), append(accts, j.AccountID)
+			types, titles, msgs = append(types, n.Type), append(titles, n.Title), append(msgs, n.Message)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	b.Queue(`INSERT INTO notifications (id, account_id, type, title, message)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[])`, ids, accts, types, titles, msgs)
+}
+
+func queueIdempotency(b *pgx.Batch, jobs []NewJob) {
+	var accts, jobIDs []uuid.UUID
+	var keys []string
+	for _, j := range jobs {
+		if j.Idempotency != nil {
+			accts, keys, jobIDs = append(accts, j.Idempotency.AccountID), append(keys, j.Idempotency.Key), append(jobIDs, j.ID)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	// The key completes with the job: a crash can never leave a job without its key (a replay
+	// would charge again) or a key without its job.
+	b.Queue(`UPDATE idempotency_keys k SET state = 'done', response_status = 202, resource_id = u.job_id
+		FROM unnest($1::uuid[], $2::text[], $3::uuid[]) AS u(account_id, key, job_id)
+		WHERE k.account_id = u.account_id AND k.key = u.key`, accts, keys, jobIDs)
+}
+
+// ExpandJob writes the message rows of a job accepted with pending recipients and clears the
+// pending list, atomically. It reports false when the job was already expanded (by an earlier
+// run that committed just before a crash).
+func (s *Store) ExpandJob(ctx context.Context, j NewJob, msgs []NewMessage) (bool, error) {
+	expanded := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var pending bool
+		err := tx.QueryRow(ctx, `SELECT pending_recipients IS NOT NULL FROM jobs WHERE id = $1 FOR UPDATE`, j.ID).Scan(&pending)
+		if err != nil {
+			return fmt.Errorf("lock job: %w", err)
+		}
+		if !pending {
+			return nil
+		}
+		var m messageRows
+		for _, msg := range msgs {
+			m.add(j, msg)
+		}
+		i := 0
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"messages"},
+			[]string{"id", "job_id", "account_id", "campaign_id", "recipient", "network", "sender", "body", "prefixed", "parts", "encoding", "cost_cents"},
+			pgx.CopyFromFunc(func() ([]any, error) {
+				if i == len(m.ids) {
+					return nil, nil
+				}
+				row := []any{m.ids[i], m.jobs[i], m.accts[i], m.campaigns[i], m.recipients[i], m.networks[i], m.senders[i],
+					m.bodies[i], m.prefixed[i], m.parts[i], m.encodings[i], m.costs[i]}
+				i++
+				return row, nil
+			}))
+		if err != nil {
+			return fmt.Errorf("copy messages: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET pending_recipients = NULL, status = 'sending' WHERE id = $1`, j.ID); err != nil {
+			return err
+		}
+		expanded = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("expand job %s: %w", j.ID, err)
+	}
+	return expanded, nil
+}
+
+// Submitted records that a carrier accepted a message.
+type Submitted struct {
+	MessageID  uuid.UUID
+	ProviderID string
+	Network    carriers.Network
+	At         time.Time
+}
+
+// Failure records that a message failed before a carrier accepted it.
+type Failure struct {
+	MessageID      uuid.UUID
+	ProviderStatus string
+	Error          string
+	At             time.Time
+}
+
+// Receipt is a carrier's final word on a message it accepted.
+type Receipt struct {
+	ProviderID     string
+	Network        carriers.Network
+	Delivered      bool
+	ProviderStatus string
+	Error          string
+	At             time.Time
+}
+
+// ReceiptBatch is what the receipts actor writes in one transaction. Submissions apply first,
+// so a receipt in the same batch as its submission finds the provider id.
+type ReceiptBatch struct {
+	Submitted []Submitted
+	Failed    []Failure
+	Receipts  []Receipt
+}
+
+// JobProgress is how one flush moved a job.
+type JobProgress struct {
+	JobID, AccountID        uuid.UUID
+	Sent, Delivered, Failed int    // transitions into each state in this flush
+	SubmitOutcomes          [3]int // per network: messages whose submit outcome (sent/failed) was recorded
+	Completed               bool
+	RefundedCents           int64
+}
+
+// FinalMessage describes a message that reached delivered or failed, for metrics.
+type FinalMessage struct {
+	Network   carriers.Network
+	Delivered bool
+	Stage     string // "submit": failed before a network accepted it; "receipt": the network's verdict
+	CreatedAt time.Time
+	DoneAt    time.Time
+}
+
+// FlushResult is what a flush changed.
+type FlushResult struct {
+	Jobs      []JobProgress
+	Refunds   []WalletSnapshot // accounts whose balance grew by refunds
+	Final     []FinalMessage
+	Submitted int
+	Unmatched int // events for messages already final or unknown (duplicates)
+	// LateReceipts matched no message because their provider id is not recorded yet: the
+	// receipt overtook its submission. The caller retries them for a while.
+	LateReceipts []Receipt
+}
+
+// FlushReceipts applies a batch of status transitions in one transaction: message rows,
+// provider references, job counters and completion, refunds for failed messages (one ledger
+// entry per job and flush) and per-account counts. A transition only applies from an earlier
+// state, so replays and duplicate receipts change nothing and are never refunded twice.
+func (s *Store) FlushReceipts(ctx context.Context, rb ReceiptBatch) (FlushResult, error) {
+	var res FlushResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = FlushResult{}
+		agg := newFlushAggregate()
+		if err := flushSubmitted(ctx, tx, rb.Submitted, agg); err != nil {
+			return err
+		}
+		if err := flushFailures(ctx, tx, rb.Failed, agg); err != nil {
+			return err
+		}
+		late, err := flushReceipts(ctx, tx, rb.Receipts, agg)
+		if err != nil {
+			return err
+		}
+		res.LateReceipts = late
+		res.Submitted = agg.submitted
+		res.Unmatched = len(rb.Submitted) + len(rb.Failed) + len(rb.Receipts) - agg.matched
+		res.Final = agg.final
+		if res.Jobs, err = agg.applyJobs(ctx, tx); err != nil {
+			return err
+		}
+		if res.Refunds, err = agg.applyRefunds(ctx, tx, res.Jobs); err != nil {
+			return err
+		}
+		return agg.applyCounts(ctx, tx)
+	})
+	if err != nil {
+		return FlushResult{}, fmt.Errorf("flush receipts: %w", err)
+	}
+	return res, nil
+}
+
+type flushAggregate struct {
+	jobs      map[uuid.UUID]*JobProgress
+	refunds   map[uuid.UUID]int64 // by job
+	counts    map[uuid.UUID]*[4]int64
+	final     []FinalMessage
+	submitted int
+	matched   int
+}
+
+func newFlushAggregate() *flushAggregate {
+	return &flushAggregate{jobs: map[uuid.UUID]*JobProgress{}, refunds: map[uuid.UUID]int64{}, counts: map[uuid.UUID]*[4]int64{}}
+}
+
+func (a *flushAggregate) job(jobID, accountID uuid.UUID) *JobProgress {
+	p := a.jobs[jobID]
+	if p == nil {
+		p = &JobProgress{JobID: jobID, AccountID: accountID}
+		a.jobs[jobID] = p
+	}
+	return p
+}
+
+// count indexes: queued, sent, delivered, failed.
+func (a *flushAggregate) move(accountID uuid.UUID, from, to string) {
+	c := a.counts[accountID]
+	if c == nil {
+		c = new([4]int64)
+		a.counts[accountID] = c
+	}
+	c[statusIndex(from)]--
+	c[statusIndex(to)]++
+}
+
+func statusIndex(s string) int {
+	switch s {
+	case "queued":
+		return 0
+	case "sent":
+		return 1
+	case "delivered":
+		return 2
+	}
+	return 3
+}
+
+func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flushAggregate) error {
+	if len(subs) == 0 {
+		return nil
+	}
+	ids, pids, nets, ats := make([]uuid.UUID, len(subs)), make([]string, len(subs)), make([]int16, len(subs)), make([]time.Time, len(subs))
+	for i, s := range subs {
+		ids[i], pids[i], nets[i], ats[i] = s.MessageID, s.ProviderID, int16(s.Network), s.At
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE messages m SET status = 'sent', provider_message_id = u.pid, provider_status = 'ENROUTE', sent_at = u.at
+		FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) AS u(id, pid, at)
+		WHERE m.id = u.id AND m.status = 'queued'
+		RETURNING m.job_id, m.account_id, m.network`, ids, pids, ats)
+	if err != nil {
+		return fmt.Errorf("record submissions: %w", err)
+	}
+	for rows.Next() {
+		var job, acct uuid.UUID
+		var net int16
+		if err := rows.Scan(&job, &acct, &net); err != nil {
+			rows.Close()
+			return err
+		}
+		p := agg.job(job, acct)
+		p.Sent++
+		agg.move(acct, "queued", "sent")
+		agg.submitted++
+		agg.matched++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("record submissions: %w", err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO provider_refs (provider_message_id, network, message_id)
+		SELECT * FROM unnest($1::text[], $2::smallint[], $3::uuid[]) ON CONFLICT DO NOTHING`, pids, nets, ids)
+	if err != nil {
+		return fmt.Errorf("record provider ids: %w", err)
+	}
+	return nil
+}
+
+func flushFailures(ctx context.Context, tx pgx.Tx, fails []Failure, agg *flushAggregate) error {
+	if len(fails) == 0 {
+		return nil
+	}
+	ids, pss, errs, ats := make([]uuid.UUID, len(fails)), make([]string, len(fails)), make([]string, len(fails)), make([]time.Time, len(fails))
+	for i, f := range fails {
+		ids[i], pss[i], errs[i], ats[i] = f.MessageID, f.ProviderStatus, f.Error, f.At
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE messages m SET status = 'failed', provider_status = u.ps, error = u.err, failed_at = u.at
+		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[]) AS u(id, ps, err, at),
+			LATERAL (SELECT status FROM messages WHERE id = u.id) AS before
+		WHERE m.id = u.id AND m.status IN ('queued', 'sent')
+		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, before.status, m.created_at, m.failed_at`, ids, pss, errs, ats)
+	if err != nil {
+		return fmt.Errorf("record failures: %w", err)
+	}
+	return scanFinal(rows, agg, "submit", nil)
+}
+
+func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAggregate) ([]Receipt, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	// A carrier may repeat a receipt; one row per message keeps UPDATE … FROM deterministic.
+	type key struct {
+		pid string
+		net carriers.Network
+	}
+	byKey := make(map[key]Receipt, len(recs))
+	var pids, pss, errs []string
+	var nets []int16
+	var delivered []bool
+	var ats []time.Time
+	for _, r := range recs {
+		k := key{r.ProviderID, r.Network}
+		if _, dup := byKey[k]; dup {
+			continue
+		}
+		byKey[k] = r
+		pids, nets, delivered = append(pids, r.ProviderID), append(nets, int16(r.Network)), append(delivered, r.Delivered)
+		pss, errs, ats = append(pss, r.ProviderStatus), append(errs, r.Error), append(ats, r.At)
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE messages m SET
+			status = CASE WHEN u.delivered THEN 'delivered' ELSE 'failed' END,
+			provider_status = u.ps,
+			error = nullif(u.err, ''),
+			delivered_at = CASE WHEN u.delivered THEN u.at END,
+			failed_at = CASE WHEN u.delivered THEN NULL ELSE u.at END
+		FROM unnest($1::text[], $2::smallint[], $3::boolean[], $4::text[], $5::text[], $6::timestamptz[])
+				AS u(pid, net, delivered, ps, err, at)
+			JOIN provider_refs r ON r.provider_message_id = u.pid AND r.network = u.net
+		WHERE m.id = r.message_id AND m.status = 'sent'
+		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, 'sent', m.created_at,
+			coalesce(m.delivered_at, m.failed_at), u.delivered, u.pid`,
+		pids, nets, delivered, pss, errs, ats)
+	if err != nil {
+		return nil, fmt.Errorf("record receipts: %w", err)
+	}
+	matched := map[key]bool{}
+	if err := scanFinal(rows, agg, "receipt", func(pid string, net int16) { matched[key{pid, carriers.Network(net)}] = true }); err != nil {
+		return nil, fmt.Errorf("record receipts: %w", err)
+	}
+	if len(matched) == len(byKey) {
+		return nil, nil
+	}
+	// Unmatched: a duplicate for a message already final (its provider id is known), or a
+	// receipt that overtook its submission (not known yet).
+	var upids []string
+	var unets []int16
+	for k := range byKey {
+		if !matched[k] {
+			upids, unets = append(upids, k.pid), append(unets, int16(k.net))
+		}
+	}
+	known := map[key]bool{}
+	krows, err := tx.Query(ctx, `SELECT r.provider_message_id, r.network FROM provider_refs r
+		JOIN unnest($1::text[], $2::smallint[]) AS u(pid, net) ON r.provider_message_id = u.pid AND r.network = u.net`, upids, unets)
+	if err != nil {
+		return nil, fmt.Errorf("check unmatched receipts: %w", err)
+	}
+	for krows.Next() {
+		var pid string
+		var net int16
+		if err := krows.Scan(&pid, &net); err != nil {
+			krows.Close()
+			return nil, err
+		}
+		known[key{pid, carriers.Network(net)}] = true
+	}
+	krows.Close()
+	if err := krows.Err(); err != nil {
+		return nil, fmt.Errorf("check unmatched receipts: %w", err)
+	}
+	var late []Receipt
+	for i := range upids {
+		k := key{upids[i], carriers.Network(unets[i])}
+		if !known[k] {
+			late = append(late, byKey[k])
+		}
+	}
+	return late, nil
+}
+
+// scanFinal folds rows of messages that reached a final state into the aggregate. Rows are
+// (job, account, network, cost, previous status, created_at, done_at[, delivered, provider id]);
+// receipt rows carry the last two and report each match through matched.
+func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, matched func(pid string, net int16)) error {
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			job, acct       uuid.UUID
+			net             int16
+			cost            int64
+			before          string
+			created, doneAt time.Time
+			delivered       bool
+			pid             string
+		)
+		dest := []any{&job, &acct, &net, &cost, &before, &created, &doneAt}
+		if matched != nil {
+			dest = append(dest, &delivered, &pid)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if matched != nil {
+			matched(pid, net)
+		}
+		p := agg.job(job, acct)
+		if before == "sent" {
+			p.Sent--
+		}
+		to := "failed"
+		if delivered {
+			to = "delivered"
+			p.Delivered++
+		} else {
+			p.Failed++
+			agg.refunds[job] += cost
+		}
+		agg.move(acct, before, to)
+		agg.final = append(agg.final, FinalMessage{Network: carriers.Network(net), Delivered: delivered, Stage: stage,
+			CreatedAt: created, DoneAt: doneAt})
+		agg.matched++
+	}
+	return rows.Err()
+}
+
+func (a *flushAggregate) applyJobs(ctx context.Context, tx pgx.Tx) ([]JobProgress, error) {
+	if len(a.jobs) == 0 {
+		return nil, nil
+	}
+	ids := sortedIDs(a.jobs)
+	n := len(ids)
+	sent, deliv, failed, refunds := make([]int32, n), make([]int32, n), make([]int32, n), make([]int64, n)
+	for i, id := range ids {
+		p := a.jobs[id]
+		p.RefundedCents = a.refunds[id]
+		sent[i], deliv[i], failed[i], refunds[i] = int32(p.Sent), int32(p.Delivered), int32(p.Failed), p.RefundedCents
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE jobs j SET
+			sent_count = j.sent_count + u.sent,
+			delivered_count = j.delivered_count + u.delivered,
+			failed_count = j.failed_count + u.failed,
+			refunded_cents = j.refunded_cents + u.refund,
+			status = CASE WHEN j.delivered_count + u.delivered + j.failed_count + u.failed >= j.recipients_count
+				THEN 'completed' ELSE j.status END,
+			completed_at = CASE WHEN j.delivered_count + u.delivered + j.failed_count + u.failed >= j.recipients_count
+				THEN now() ELSE j.completed_at END
+		FROM unnest($1::uuid[], $2::integer[], $3::integer[], $4::integer[], $5::bigint[]) AS u(id, sent, delivered, failed, refund)
+		WHERE j.id = u.id
+		RETURNING j.id, j.status = 'completed'`, ids, sent, deliv, failed, refunds)
+	if err != nil {
+		return nil, fmt.Errorf("update jobs: %w", err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		var done bool
+		if err := rows.Scan(&id, &done); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		a.jobs[id].Completed = done
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("update jobs: %w", err)
+	}
+	out := make([]JobProgress, 0, n)
+	for _, id := range ids {
+		out = append(out, *a.jobs[id])
+	}
+	return out, nil
+}
+
+func (a *flushAggregate) applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]WalletSnapshot, error) {
+	byAccount := map[uuid.UUID]int64{}
+	var entryIDs, entryAccts, entryJobs []uuid.UUID
+	var entryAmounts, entryCounts []int64
+	var entryDescs []string
+	for _, p := range jobs {
+		if p.RefundedCents == 0 { // nothing was charged (internal accounts): nothing to refund
+			continue
+		}
+		byAccount[p.AccountID] += p.RefundedCents
+		entryIDs, entryAccts, entryJobs = append(entryIDs, NewID()), append(entryAccts, p.AccountID), append(entryJobs, p.JobID)
+		entryAmounts, entryCounts = append(entryAmounts, p.RefundedCents), append(entryCounts, int64(p.Failed))
+		entryDescs = append(entryDescs, fmt.Sprintf("refund for %d failed message%s", p.Failed, plural(p.Failed)))
+	}
+	if len(byAccount) == 0 {
+		return nil, nil
+	}
+	accts := sortedIDs(byAccount)
+	amounts := make([]int64, len(accts))
+	for i, id := range accts {
+		amounts[i] = byAccount[id]
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE wallets w SET balance_cents = w.balance_cents + u.amount,
+			total_spent_cents = greatest(w.total_spent_cents - u.amount, 0),
+			version = w.version + 1, updated_at = now()
+		FROM unnest($1::uuid[], $2::bigint[]) AS u(account_id, amount)
+		WHERE w.account_id = u.account_id
+		RETURNING w.account_id, w.balance_cents, w.version`, accts, amounts)
+	if err != nil {
+		return nil, fmt.Errorf("refund wallets: %w", err)
+	}
+	var snaps []WalletSnapshot
+	for rows.Next() {
+		var w WalletSnapshot
+		if err := rows.Scan(&w.AccountID, &w.BalanceCents, &w.Version); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		snaps = append(snaps, w)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("refund wallets: %w", err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO wallet_transactions (id, account_id, type, amount_cents, sms_count, job_id, description)
+		SELECT u.id, u.account_id, 'refund', u.amount, u.n, u.job_id, u.description
+		FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::uuid[], $6::text[])
+			AS u(id, account_id, amount, n, job_id, description)`,
+		entryIDs, entryAccts, entryAmounts, entryCounts, entryJobs, entryDescs)
+	if err != nil {
+		return nil, fmt.Errorf("record refunds: %w", err)
+	}
+	return snaps, nil
+}
+
+func (a *flushAggregate) applyCounts(ctx context.Context, tx pgx.Tx) error {
+	if len(a.counts) == 0 {
+		return nil
+	}
+	accts := sortedIDs(a.counts)
+	n := len(accts)
+	q, se, d, f := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, id := range accts {
+		c := a.counts[id]
+		q[i], se[i], d[i], f[i] = c[0], c[1], c[2], c[3]
+	}
+	_, err := tx.Exec(ctx, `UPDATE message_counts c SET queued = c.queued + u.q, sent = c.sent + u.s,
+			delivered = c.delivered + u.d, failed = c.failed + u.f
+		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u(account_id, q, s, d, f)
+		WHERE c.account_id = u.account_id`, accts, q, se, d, f)
+	if err != nil {
+		return fmt.Errorf("update message counts: %w", err)
+	}
+	return nil
+}
+
+// sortedIDs returns the map's keys in order: every multi-row update locks rows in this order.
+func sortedIDs[V any](m map[uuid.UUID]V) []uuid.UUID {
+	ids := make([]uuid.UUID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return strings.Compare(string(a[:]), string(b[:])) })
+	return ids
+}
+
+func textArray(vs []string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		b.WriteString(strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v))
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func boolArray(vs []bool) string {
+	b := []byte{'{'}
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if v {
+			b = append(b, 't')
+		} else {
+			b = append(b, 'f')
+		}
+	}
+	return string(append(b, '}'))
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

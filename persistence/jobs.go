@@ -1,0 +1,119 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tuma-sms/tuma/carriers"
+)
+
+// JobRecord is a stored job, as recovery and job actors read it.
+type JobRecord struct {
+	NewJob
+	Status    string
+	CreatedAt time.Time
+}
+
+const jobColumns = `id, account_id, campaign_id, source, message, shared_prefix, senders, prefixed, price_cents,
+	recipients_count, sms_units, cost_cents, pending_recipients, status, created_at`
+
+func scanJob(row pgx.Row) (JobRecord, error) {
+	var (
+		j        JobRecord
+		senders  []string
+		prefixed []bool
+	)
+	err := row.Scan(&j.ID, &j.AccountID, &j.CampaignID, &j.Source, &j.Message, &j.SharedPrefix, &senders, &prefixed,
+		&j.PriceCents, &j.Recipients, &j.Units, &j.CostCents, &j.Pending, &j.Status, &j.CreatedAt)
+	if err != nil {
+		return JobRecord{}, err
+	}
+	copy(j.Senders[:], senders)
+	copy(j.Prefixed[:], prefixed)
+	return j, nil
+}
+
+// UnfinishedJobs lists every job not yet completed, oldest first, for recovery.
+func (s *Store) UnfinishedJobs(ctx context.Context) ([]JobRecord, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE status <> 'completed' ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("unfinished jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []JobRecord
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("unfinished jobs: %w", err)
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// OpenMessage is a message that has not reached a final state.
+type OpenMessage struct {
+	NewMessage
+	Status     string // queued | sent
+	ProviderID string // set when sent
+}
+
+// OpenMessages returns a job's messages that are still queued or sent, in id order.
+func (s *Store) OpenMessages(ctx context.Context, jobID uuid.UUID) ([]OpenMessage, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, recipient, network, sender, body, prefixed, parts, encoding, cost_cents,
+			status, coalesce(provider_message_id, '')
+		FROM messages WHERE job_id = $1 AND status IN ('queued', 'sent') ORDER BY id`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("open messages: %w", err)
+	}
+	defer rows.Close()
+	var out []OpenMessage
+	for rows.Next() {
+		var (
+			m                        OpenMessage
+			network, parts, encoding int16
+			cost                     int32
+		)
+		if err := rows.Scan(&m.ID, &m.Recipient, &network, &m.Sender, &m.Body, &m.Prefixed, &parts, &encoding, &cost,
+			&m.Status, &m.ProviderID); err != nil {
+			return nil, fmt.Errorf("open messages: %w", err)
+		}
+		m.Network, m.Parts, m.Encoding, m.CostCents = carriers.Network(network), int(parts), carriers.Encoding(encoding), int64(cost)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// StaleMessage is a sent message still waiting for its receipt.
+type StaleMessage struct {
+	ProviderID string
+	Network    carriers.Network
+}
+
+// StaleSent lists up to limit messages of unfinished jobs that were sent before `before` and
+// still have no receipt.
+func (s *Store) StaleSent(ctx context.Context, before time.Time, limit int) ([]StaleMessage, error) {
+	rows, err := s.pool.Query(ctx, `SELECT m.provider_message_id, m.network
+		FROM jobs j JOIN messages m ON m.job_id = j.id
+		WHERE j.status <> 'completed' AND m.status = 'sent' AND m.sent_at < $1 AND m.provider_message_id IS NOT NULL
+		LIMIT $2`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("stale sent messages: %w", err)
+	}
+	defer rows.Close()
+	var out []StaleMessage
+	for rows.Next() {
+		var m StaleMessage
+		var net int16
+		if err := rows.Scan(&m.ProviderID, &net); err != nil {
+			return nil, fmt.Errorf("stale sent messages: %w", err)
+		}
+		m.Network = carriers.Network(net)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

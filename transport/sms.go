@@ -1,0 +1,252 @@
+package transport
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/auth"
+)
+
+type sendResponse struct {
+	JobID           uuid.UUID `json:"job_id"`
+	RecipientsCount int       `json:"recipients_count"`
+	CostKES         kes       `json:"cost_kes"`
+	Status          string    `json:"status"`
+}
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 255
+
+func (s *Server) send(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	if err := checkJSONContentType(rc); err != nil {
+		return err
+	}
+	p := principal(rc)
+	key, err := idempotencyKey(rc, p)
+	if err != nil {
+		return err
+	}
+	if key != nil {
+		replay, err := s.claim(ctx, rc, *key)
+		if err != nil || replay {
+			return err
+		}
+	}
+	res, err := s.sendOnce(ctx, rc, p, key)
+	if err != nil {
+		if key != nil {
+			// Nothing was charged: let the client retry with the same key.
+			_ = s.Idempotency.ReleaseIdempotencyKey(context.WithoutCancel(ctx), *key)
+		}
+		return err
+	}
+	return writeJSON(rc, http.StatusAccepted, sendResponse{JobID: res.JobID, RecipientsCount: res.Recipients,
+		CostKES: kes(res.CostCents), Status: "sent"})
+}
+
+func (s *Server) sendOnce(ctx context.Context, rc *fasthttp.RequestCtx, p auth.Principal, key *persistence.IdempotencyKey) (actors.SendResult, error) {
+	in, err := parseSend(rc.PostBody(), s.Plan)
+	if err != nil {
+		return actors.SendResult{}, err
+	}
+	req := actors.SendRequest{AccountID: p.AccountID, Recipients: in.recipients, Message: in.message,
+		Source: string(p.Source), Idempotency: key}
+	if in.senderID != "" {
+		snd, err := s.Queries.ApprovedSender(ctx, p.AccountID, in.senderID)
+		if errors.Is(err, persistence.ErrNotFound) {
+			pr := invalid(FieldError{Field: "sender_id", Message: "is not an approved, active sender ID of this account"})
+			pr.Code = "sender_not_approved"
+			return actors.SendResult{}, pr
+		}
+		if err != nil {
+			return actors.SendResult{}, err
+		}
+		req.Sender = &snd
+	}
+	return s.Engine.Send(ctx, req)
+}
+
+// idempotencyKey reads the optional Idempotency-Key header.
+func idempotencyKey(rc *fasthttp.RequestCtx, p auth.Principal) (*persistence.IdempotencyKey, error) {
+	raw := rc.Request.Header.Peek("Idempotency-Key")
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if len(raw) > maxIdempotencyKey {
+		return nil, badRequest("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters")
+	}
+	return &persistence.IdempotencyKey{AccountID: p.AccountID, Key: string(raw)}, nil
+}
+
+// claim takes the key for this request. replay is true when it answered with the stored
+// response of an earlier identical request.
+func (s *Server) claim(ctx context.Context, rc *fasthttp.RequestCtx, k persistence.IdempotencyKey) (replay bool, err error) {
+	h := sha256.New()
+	h.Write(rc.Method())
+	h.Write([]byte{0})
+	h.Write(rc.Path())
+	h.Write([]byte{0})
+	h.Write(rc.PostBody())
+	stored, err := s.Idempotency.ClaimIdempotencyKey(ctx, k, h.Sum(nil), s.opts.RequestTimeout+persistenceLeaseMargin)
+	if err != nil || stored == nil {
+		return false, err
+	}
+	rc.Response.Header.Set("Idempotent-Replayed", "true")
+	if stored.ResourceID != nil {
+		j, err := s.Queries.JobByID(ctx, k.AccountID, *stored.ResourceID)
+		if err != nil {
+			return true, err
+		}
+		return true, writeJSON(rc, stored.Status, sendResponse{JobID: j.ID, RecipientsCount: j.RecipientsCount,
+			CostKES: kes(j.CostCents), Status: "sent"})
+	}
+	rc.Response.Header.SetContentType("application/json; charset=utf-8")
+	rc.SetStatusCode(stored.Status)
+	rc.SetBody(stored.Body)
+	return true, nil
+}
+
+// persistenceLeaseMargin keeps an in-flight claim a little longer than its request may run.
+const persistenceLeaseMargin = 5 * time.Second
+
+// messageJSON is the message object (CONTRACT §4).
+type messageJSON struct {
+	ID                uuid.UUID  `json:"id"`
+	JobID             uuid.UUID  `json:"job_id"`
+	CampaignID        *uuid.UUID `json:"campaign_id"`
+	Recipient         string     `json:"recipient"`
+	Network           string     `json:"network"`
+	SenderID          string     `json:"sender_id"`
+	Message           string     `json:"message"`
+	Parts             int        `json:"parts"`
+	Encoding          string     `json:"encoding"`
+	CostKES           kes        `json:"cost_kes"`
+	Status            string     `json:"status"`
+	ProviderStatus    string     `json:"provider_status"`
+	ProviderMessageID *string    `json:"provider_message_id"`
+	Source            string     `json:"source"`
+	CreatedAt         timestamp  `json:"created_at"`
+	SentAt            *timestamp `json:"sent_at"`
+	DeliveredAt       *timestamp `json:"delivered_at"`
+}
+
+func newMessageJSON(m persistence.Message) messageJSON {
+	return messageJSON{
+		ID: m.ID, JobID: m.JobID, CampaignID: m.CampaignID, Recipient: m.Recipient, Network: m.Network.String(),
+		SenderID: m.Sender, Message: m.Text, Parts: m.Parts, Encoding: m.Encoding.String(), CostKES: kes(m.CostCents),
+		Status: m.Status, ProviderStatus: m.ProviderStatus, ProviderMessageID: m.ProviderMessageID, Source: m.Source,
+		CreatedAt: timestamp(m.CreatedAt), SentAt: optTime(m.SentAt), DeliveredAt: optTime(m.DeliveredAt),
+	}
+}
+
+func optTime(t *time.Time) *timestamp {
+	if t == nil {
+		return nil
+	}
+	ts := timestamp(*t)
+	return &ts
+}
+
+func (s *Server) listMessages(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	var fe fieldErrors
+	page := parsePage(rc, &fe)
+	var f persistence.MessageFilter
+	switch st := string(rc.QueryArgs().Peek("status")); st {
+	case "", "queued", "sent", "delivered", "failed":
+		f.Status = st
+	default:
+		fe.add("status", "must be one of queued, sent, delivered, failed")
+	}
+	f.JobID = queryUUID(rc, &fe, "job_id")
+	f.CampaignID = queryUUID(rc, &fe, "campaign_id")
+	if err := fe.err(); err != nil {
+		return err
+	}
+	msgs, total, err := s.Queries.ListMessages(ctx, principal(rc).AccountID, f, page)
+	if err != nil {
+		return err
+	}
+	out := make([]messageJSON, len(msgs))
+	for i, m := range msgs {
+		out[i] = newMessageJSON(m)
+	}
+	return writeJSON(rc, http.StatusOK, newEnvelope(out, total, page))
+}
+
+func queryUUID(rc *fasthttp.RequestCtx, fe *fieldErrors, name string) *uuid.UUID {
+	raw := rc.QueryArgs().Peek(name)
+	if len(raw) == 0 {
+		return nil
+	}
+	id, err := uuid.ParseBytes(raw)
+	if err != nil {
+		fe.add(name, "must be a UUID")
+		return nil
+	}
+	return &id
+}
+
+func (s *Server) getMessage(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	id, err := pathID(rc, "id")
+	if err != nil {
+		return err
+	}
+	m, err := s.Queries.MessageByID(ctx, principal(rc).AccountID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(rc, http.StatusOK, newMessageJSON(m))
+}
+
+// delivery checks a message's status with its network now, records what the network says,
+// and returns the stored record.
+func (s *Server) delivery(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	providerID, _ := rc.UserValue("provider_message_id").(string)
+	acct := principal(rc).AccountID
+	m, err := s.Queries.MessageByProviderID(ctx, acct, providerID)
+	if err != nil {
+		return err
+	}
+	if m.Status == "sent" {
+		st, err := s.Engine.LiveStatus(ctx, m.Network, providerID)
+		switch {
+		case errors.Is(err, actors.ErrUnknownMessage):
+			// The network has forgotten it; the stored record is all there is.
+		case err != nil:
+			p := newProblem(http.StatusServiceUnavailable, "carrier_unavailable",
+				"the "+m.Network.String()+" network did not answer the status check; try again shortly")
+			p.RetryAfter = 5
+			return p
+		default:
+			if err := s.Engine.Sync(ctx, m.Network, providerID, st); err != nil {
+				return err
+			}
+			if m, err = s.Queries.MessageByID(ctx, acct, m.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return writeJSON(rc, http.StatusOK, newMessageJSON(m))
+}
+
+func (s *Server) stats(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	c, err := s.Queries.MessageCounts(ctx, principal(rc).AccountID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(rc, http.StatusOK, struct {
+		Total     int64 `json:"total"`
+		Delivered int64 `json:"delivered"`
+		Sent      int64 `json:"sent"`
+		Failed    int64 `json:"failed"`
+		Queued    int64 `json:"queued"`
+	}{c.Total(), c.Delivered, c.Sent, c.Failed, c.Queued})
+}
