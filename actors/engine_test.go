@@ -1,17 +1,22 @@
 package actors_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/carriers/sim"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/persistence/pgtest"
 )
 
 func TestSendDeliversAndBillsExactly(t *testing.T) {
@@ -273,4 +278,53 @@ func TestCrashMidDispatchResumesExactly(t *testing.T) {
 		t.Errorf("wallets lost %d; want %d", spent, notFailed)
 	}
 	t.Logf("crash left %d of %d messages open; all final after restart; charged %d of %d cents", before, jobs*per, notFailed, cost)
+}
+
+func TestLiveStatusSyncsWithoutPushedReceipts(t *testing.T) {
+	st, u := pgtest.NewStore(t)
+	w := &world{t: t, st: st, dbURL: u}
+	w.sims = newSims(t, func(n carriers.Network, o *sim.Options) {
+		o.ReceiptDelay = 100 * time.Millisecond
+		o.Undeliverable = 1
+	})
+	// Start the engine without wiring pushed receipts: only live checks can finish messages.
+	w.reg = prometheus.NewRegistry()
+	eng, err := actors.Start(context.Background(), actors.Options{}, actors.Deps{Log: slog.New(slog.DiscardHandler),
+		Registerer: w.reg, Store: st, Carriers: w.sims.Carriers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.eng = eng
+	t.Cleanup(func() { _ = eng.Stop(context.Background()) })
+	acct := w.account(10_00)
+	if _, err := w.send(acct, recipients(1, carriers.Airtel, 1), "Hi"); err != nil {
+		t.Fatal(err)
+	}
+	var m persistence.Message
+	eventually(t, 10*time.Second, "the message to be sent", func() (bool, string) {
+		ms, _, err := st.ListMessages(context.Background(), acct, persistence.MessageFilter{}, persistence.Page{Number: 1, Size: 1})
+		if err != nil || len(ms) == 0 {
+			return false, fmt.Sprint(err)
+		}
+		m = ms[0]
+		return m.Status == "sent", m.Status
+	})
+	var live actors.CarrierStatus
+	eventually(t, 10*time.Second, "the network to know the outcome", func() (bool, string) {
+		live, err = eng.LiveStatus(context.Background(), carriers.Airtel, *m.ProviderMessageID)
+		return err == nil && live.Final, fmt.Sprintf("%+v %v", live, err)
+	})
+	if err := eng.Sync(context.Background(), carriers.Airtel, *m.ProviderMessageID, live); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.MessageByID(context.Background(), acct, m.ID)
+	if err != nil || got.Status != "failed" || got.ProviderStatus != "UNDELIV" {
+		t.Fatalf("after sync: %+v, %v; want failed/UNDELIV", got, err)
+	}
+	if b := w.balance(acct); b != 10_00 {
+		t.Errorf("balance %d; want the failed message refunded (1000)", b)
+	}
+	if _, err := eng.LiveStatus(context.Background(), carriers.Airtel, "not-an-id"); !errors.Is(err, actors.ErrUnknownMessage) {
+		t.Errorf("unknown id error = %v; want ErrUnknownMessage", err)
+	}
 }

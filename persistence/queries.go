@@ -322,7 +322,7 @@ func (s *Store) AddNotification(ctx context.Context, accountID uuid.UUID, n NewN
 func (s *Store) Broadcast(ctx context.Context, ids []uuid.UUID, n NewNotification) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `INSERT INTO notifications (id, account_id, type, title, message)
 		SELECT tuma_uuidv7(), a.id, $2, $3, $4 FROM accounts a
-		WHERE cardinality($1::uuid[]) = 0 OR a.id = ANY($1)`, ids, n.Type, n.Title, n.Message)
+		WHERE coalesce(cardinality($1::uuid[]), 0) = 0 OR a.id = ANY($1)`, ids, n.Type, n.Title, n.Message)
 	if err != nil {
 		return 0, fmt.Errorf("broadcast notification: %w", err)
 	}

@@ -49,8 +49,12 @@ func (s *Server) setAccountStatus(status string) handler {
 }
 
 // parseKES turns a JSON number of shillings into cents exactly (no float): at most two
-// decimals, within [min, max] cents.
-func parseKES(n json.Number, minCents, maxCents int64) (int64, string) {
+// decimals, within [min, max] cents. raw is the field's JSON value.
+func parseKES(raw json.RawMessage, minCents, maxCents int64) (int64, string) {
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil || len(raw) == 0 || raw[0] == '"' {
+		return 0, "must be a number"
+	}
 	r, ok := new(big.Rat).SetString(string(n))
 	if !ok {
 		return 0, "must be a number"
@@ -77,15 +81,15 @@ func (s *Server) credit(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		return err
 	}
 	var in struct {
-		AmountKES   json.Number `json:"amount_kes"`
-		Description string      `json:"description"`
+		AmountKES   json.RawMessage `json:"amount_kes"`
+		Description string          `json:"description"`
 	}
 	if err := decodeJSON(rc, &in); err != nil {
 		return err
 	}
 	var fe fieldErrors
 	var cents int64
-	if in.AmountKES == "" {
+	if len(in.AmountKES) == 0 || string(in.AmountKES) == "null" {
 		fe.add("amount_kes", "is required")
 	} else if c, msg := parseKES(in.AmountKES, 1, 100_000_000); msg != "" {
 		fe.add("amount_kes", msg)

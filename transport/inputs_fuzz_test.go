@@ -97,3 +97,42 @@ func FuzzParseAccountBodies(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseSend(f *testing.F) {
+	for _, s := range []string{
+		`{"recipients":["0712345678","+254712345678","254733123456"],"message":"Hello"}`,
+		`{"recipients":["0747123456"],"message":"x"}`,
+		`{"recipients":["nope"],"message":"x","sender_id":"ACME"}`,
+		`{"recipients":[],"message":""}`, `{"recipients":null}`, `{"message":"😀"}`,
+		`{"recipients":[7],"message":"x"}`, `{"recipients":"0712345678"}`, `{"recipients":["0712345678"],"message":"x","sender_id":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	plan := carriers.DefaultPlan()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, err := parseSend(body, plan)
+		if err != nil {
+			checkInputError(t, body, err)
+			return
+		}
+		if n := len(in.recipients); n < 1 || n > maxRecipients {
+			t.Fatalf("accepted %d recipients", n)
+		}
+		seen := map[uint32]bool{}
+		for _, r := range in.recipients {
+			if seen[r.NSN] {
+				t.Fatalf("recipient %d twice", r.NSN)
+			}
+			seen[r.NSN] = true
+			if r.Network < carriers.Safaricom || r.Network > carriers.Telkom {
+				t.Fatalf("recipient %d on network %v", r.NSN, r.Network)
+			}
+			if n, err := plan.Normalize(r.E164()); err != nil || n.Network != r.Network {
+				t.Fatalf("accepted recipient %s does not normalise back: %v", r.E164(), err)
+			}
+		}
+		if n := utf8.RuneCountInString(in.message); n < 1 || n > maxMessageRunes || !utf8.ValidString(in.message) {
+			t.Fatalf("accepted message of %d characters", n)
+		}
+	})
+}

@@ -102,8 +102,10 @@ func (n *node) waitDone(a account, total int) map[string]any {
 func TestSegmentExamplesCostExactly(t *testing.T) {
 	n := startNode(t, fastSims)
 	a := n.register("segments@example.com")
+	// An approved default sender: no shared-sender prefix, so the text is exactly the example.
+	// (Approved before the account's first engine command, which loads its state.)
+	n.approveDefaultSender(a, "ACME", "all")
 	n.credit(a, "10000")
-	n.approveDefaultSender(a, "ACME", "all") // no shared-sender prefix: the text is exactly the example
 	rep := strings.Repeat
 	digits := func(k int) string { return rep("1234567890", k/10+1)[:k] }
 	tests := []struct {
@@ -339,8 +341,11 @@ func TestLiveDeliveryCheck(t *testing.T) {
 	if m["status"] != "sent" || m["provider_status"] != "ENROUTE" {
 		t.Fatalf("before the receipt: %v; want sent/ENROUTE", m)
 	}
-	time.Sleep(2 * time.Second) // the simulated network's receipt delay (its clock, not an actor's)
-	m = n.do("GET", "/sms/delivery/"+pid, nil, key(a)...).json(t)
+	deadline = time.Now().Add(10 * time.Second)
+	for m["status"] == "sent" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		m = n.do("GET", "/sms/delivery/"+pid, nil, key(a)...).json(t)
+	}
 	if m["status"] != "delivered" || m["provider_status"] != "DELIVRD" || m["delivered_at"] == nil {
 		t.Fatalf("after the receipt delay: %v; want delivered", m)
 	}
