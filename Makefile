@@ -42,9 +42,18 @@ fmt-check:
 lint: vet fmt-check
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-## bench: the Go benchmarks (the full bench suite arrives with `tuma bench`)
+# The engine benchmarks, each run in its own process so one's heap never counts in another's RSS.
+ENGINE_BENCHES := Accept10k Accept10kFlood Dispatch1M SmallSendsAccept SmallSends QueuedMemory
+
+## bench: Go micro-benchmarks, then the engine benchmarks with a table against their targets
 bench: stores
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+	@echo "== Micro-benchmarks"
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 $$($(GO) list ./... | grep -v '/bench$$')
+	@echo
+	@echo "== Engine benchmarks (a whole node in-process, driven over HTTP; several minutes)"
+	@for b in $(ENGINE_BENCHES); do \
+		$(GO) test -run '^$$' -bench "^Benchmark$$b\$$" -benchtime 1x -timeout 30m ./bench/ | grep -E '^Benchmark' || exit 1; \
+	done | tee bench.out | $(GO) run ./bench/internal/benchtable
 
 ## fuzz: run every fuzz target for FUZZTIME each (corpora live in testdata/fuzz)
 fuzz:

@@ -12,8 +12,10 @@ import (
 
 // Carrier is what a link needs from a network driver (the simulator, an SMPP bind).
 type Carrier interface {
-	// Submit hands one message part set to the network and returns its id there. It fails
-	// with ErrThrottled, ErrTemporary, ErrRejected, or another error (treated as temporary).
+	// Submit hands one message to the network and returns its id there. It fails with
+	// ErrThrottled, ErrTemporary, ErrRejected, or another error (treated as temporary). A
+	// driver answers within its own response timeout (an SMPP session's response timer);
+	// ctx only ends it early when the engine stops.
 	Submit(ctx context.Context, m Outgoing) (providerID string, err error)
 	// Query asks the network for a message's status now (ErrUnknownMessage if it has none).
 	Query(ctx context.Context, providerID string) (CarrierStatus, error)

@@ -24,6 +24,8 @@ type Store interface {
 	AcceptJobs(ctx context.Context, jobs []persistence.NewJob) ([]persistence.AcceptResult, error)
 	ExpandJob(ctx context.Context, j persistence.NewJob, msgs []persistence.NewMessage) (bool, error)
 	FlushReceipts(ctx context.Context, b persistence.ReceiptBatch) (persistence.FlushResult, error)
+	ApplyProgress(ctx context.Context, jobs []persistence.JobProgress) ([]uuid.UUID, error)
+	RecountOpenJobs(ctx context.Context) (int, error)
 	UnfinishedJobs(ctx context.Context) ([]persistence.JobRecord, error)
 	OpenMessages(ctx context.Context, jobID uuid.UUID) ([]persistence.OpenMessage, error)
 	StaleSent(ctx context.Context, before time.Time, limit int) ([]persistence.StaleMessage, error)
@@ -39,19 +41,19 @@ type LinkOptions struct {
 	MaxAttempts    int           // submits of one message before it fails (temporary failures)
 	BreakerTimeout time.Duration // how long an open breaker stays open before probing
 	BreakerMinReqs uint32        // requests in the breaker's window before it may trip
-	SubmitTimeout  time.Duration // deadline of one submit
 }
 
 // Options tunes the engine. Zero values take the defaults noted.
 type Options struct {
 	SharedSender      string        // sender name of the shared sender ID
 	InlineLimit       int           // jobs up to this many recipients write message rows at accept (200)
-	JobWindow         int           // messages outstanding per job and network (500)
+	JobWindow         int           // messages outstanding per job and network (256)
 	MaxDispatchingJob int           // jobs of one tenant dispatching at once (8)
 	TenantIdle        time.Duration // a tenant actor with nothing to do stops after this (5m)
 	AcceptBatch       int           // sends per group commit (256)
-	AcceptParallel    int           // group commits in flight (2)
+	AcceptParallel    int           // group commits in flight (1: one writer fills the biggest batches)
 	ReceiptsBatch     int           // transitions per flush (2000)
+	Expansions        int           // large jobs expanded into message rows at once (1)
 	ReceiptsInterval  time.Duration // how long a flush may wait to fill (5ms)
 	ReceiptTimeout    time.Duration // a sent message without a receipt after this is asked about (10m)
 	ReconcileInterval time.Duration // how often the reconciler looks (1m)
@@ -74,13 +76,14 @@ func (o *Options) setDefaults() {
 		o.SharedSender = "TUMA"
 	}
 	def(&o.InlineLimit, 200)
-	def(&o.JobWindow, 500)
+	def(&o.JobWindow, 256)
 	def(&o.MaxDispatchingJob, 8)
 	def(&o.AcceptBatch, 256)
-	def(&o.AcceptParallel, 2)
+	def(&o.AcceptParallel, 1)
 	def(&o.ReceiptsBatch, 2000)
+	def(&o.Expansions, 1)
 	defDur(&o.TenantIdle, 5*time.Minute)
-	defDur(&o.ReceiptsInterval, 5*time.Millisecond)
+	defDur(&o.ReceiptsInterval, 25*time.Millisecond)
 	defDur(&o.ReceiptTimeout, 10*time.Minute)
 	defDur(&o.ReconcileInterval, time.Minute)
 	defDur(&o.CommandTimeout, 15*time.Second)
@@ -90,7 +93,6 @@ func (o *Options) setDefaults() {
 		def(&l.Window, 100)
 		def(&l.MaxAttempts, 3)
 		defDur(&l.BreakerTimeout, 5*time.Second)
-		defDur(&l.SubmitTimeout, 30*time.Second)
 		if l.BreakerMinReqs == 0 {
 			l.BreakerMinReqs = 20
 		}
@@ -128,6 +130,9 @@ type Engine struct {
 
 	accepting atomic.Bool
 	stopped   sync.Once
+	// expansions bounds concurrent COPYs of large jobs: a burst of big sends must not fill
+	// the database with bulk inserts ahead of everything else.
+	expansions chan struct{}
 	// life is the engine's own lifetime: every I/O goroutine derives its context from it, so
 	// Kill can cancel them all. It is the one context stored, by the object that owns it.
 	life   context.Context
@@ -167,7 +172,8 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 			return nil, fmt.Errorf("no carrier for %s", n)
 		}
 	}
-	e := &Engine{opts: opts, log: deps.Log, store: deps.Store, carriers: deps.Carriers, m: m}
+	e := &Engine{opts: opts, log: deps.Log, store: deps.Store, carriers: deps.Carriers, m: m,
+		expansions: make(chan struct{}, opts.Expansions)}
 	e.life, e.cancel = context.WithCancel(context.Background())
 	e.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return deps.Log.With(slog.String("component", "actors"))
@@ -228,8 +234,14 @@ func actorKind(pid *actor.PID) string {
 	return "other"
 }
 
-// recover resumes unfinished jobs left by a previous run.
+// recover resumes unfinished jobs left by a previous run. Their counters are recounted first:
+// they are written in batches and may trail the messages after a crash.
 func (e *Engine) recover(ctx context.Context) error {
+	if done, err := e.store.RecountOpenJobs(ctx); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	} else if done > 0 {
+		e.log.Info("completed jobs finished before the last stop", slog.Int("jobs", done))
+	}
 	jobs, err := e.store.UnfinishedJobs(ctx)
 	if err != nil {
 		return fmt.Errorf("recover unfinished jobs: %w", err)

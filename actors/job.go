@@ -113,7 +113,7 @@ func (j *jobActor) pump(ctx actor.Context) {
 		q := st.queues[n]
 		i := 0
 		for ; i < len(q) && st.outstanding[n] < window; i++ {
-			ctx.Send(j.e.links[n], &submitReq{msg: q[i], variant: &st.start.variants[n], job: ctx.Self()})
+			ctx.Send(j.e.links[n], &submitReq{account: st.start.job.AccountID, msg: q[i], variant: &st.start.variants[n], job: ctx.Self()})
 			st.outstanding[n]++
 		}
 		clear(q[:i])
@@ -141,26 +141,17 @@ func (j *jobActor) load(ctx actor.Context) {
 
 func (j *jobActor) loadMessages(ctx context.Context, js jobStart) ([]dispatchMsg, []pendingReceipt, error) {
 	if js.job.Pending != nil {
-		rs, err := persistence.DecodeRecipients(js.job.Pending)
-		if err != nil {
-			return nil, nil, fmt.Errorf("job %s: %w", js.job.ID, err)
+		// Take an expansion slot before building anything: jobs queued for a slot must not
+		// each hold their 10,000 message rows in memory while they wait.
+		select {
+		case j.e.expansions <- struct{}{}:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
 		}
-		rows := make([]persistence.NewMessage, len(rs))
-		msgs := make([]dispatchMsg, len(rs))
-		now := time.Now()
-		for i, r := range rs {
-			rows[i] = newMessage(js.job, js.variants[r.Network], r)
-			msgs[i] = dispatchMsg{id: rows[i].ID, nsn: r.NSN, network: r.Network, createdAt: now}
-		}
-		start := time.Now()
-		expanded, err := j.e.store.ExpandJob(ctx, js.job, rows)
-		j.e.m.batchLatency.WithLabelValues("expand").Observe(time.Since(start).Seconds())
-		j.e.m.batchSize.WithLabelValues("expand").Observe(float64(len(rows)))
-		if err != nil {
-			return nil, nil, err
-		}
-		if expanded {
-			return msgs, nil, nil
+		msgs, expanded, err := j.expand(ctx, js)
+		<-j.e.expansions
+		if err != nil || expanded {
+			return msgs, nil, err
 		}
 		// An earlier run expanded it and crashed: what it wrote is the truth.
 	}
@@ -182,4 +173,27 @@ func (j *jobActor) loadMessages(ctx context.Context, js jobStart) ([]dispatchMsg
 		msgs = append(msgs, dispatchMsg{id: m.ID, nsn: nsn, network: m.Network, body: m.Body})
 	}
 	return msgs, pending, nil
+}
+
+// expand writes the message rows of a job accepted in compact form and returns them ready to
+// dispatch; expanded is false when an earlier run already did (and crashed after).
+func (j *jobActor) expand(ctx context.Context, js jobStart) (msgs []dispatchMsg, expanded bool, err error) {
+	rs, err := persistence.DecodeRecipients(js.job.Pending)
+	if err != nil {
+		return nil, false, fmt.Errorf("job %s: %w", js.job.ID, err)
+	}
+	rows := make([]persistence.NewMessage, len(rs))
+	msgs = make([]dispatchMsg, len(rs))
+	for i, r := range rs {
+		rows[i] = newMessage(js.job, js.variants[r.Network], r)
+		msgs[i] = dispatchMsg{id: rows[i].ID, nsn: r.NSN, network: r.Network}
+	}
+	start := time.Now()
+	expanded, err = j.e.store.ExpandJob(ctx, js.job, rows)
+	j.e.m.batchLatency.WithLabelValues("expand").Observe(time.Since(start).Seconds())
+	j.e.m.batchSize.WithLabelValues("expand").Observe(float64(len(rows)))
+	if err != nil || !expanded {
+		return nil, false, err
+	}
+	return msgs, true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -44,6 +45,16 @@ type linkState struct {
 
 	draining bool
 	waiters  []*actor.PID
+
+	work    chan submitJob // to the link's submit workers; never full (at most Window in flight)
+	workers sync.Once
+}
+
+// submitJob is one submit handed to a worker.
+type submitJob struct {
+	req  *submitReq
+	out  Outgoing
+	done func(error)
 }
 
 const (
@@ -53,7 +64,8 @@ const (
 
 func newLinkState(e *Engine, n carriers.Network) *linkState {
 	opts := e.opts.Links[n]
-	st := &linkState{network: n, label: n.String(), opts: opts, carrier: e.carriers[n], tokens: 1, refilled: time.Now()}
+	st := &linkState{network: n, label: n.String(), opts: opts, carrier: e.carriers[n], tokens: 1, refilled: time.Now(),
+		work: make(chan submitJob, opts.Window)}
 	gauge := e.m.breakerState.WithLabelValues(st.label)
 	st.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         st.label,
@@ -91,6 +103,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	st := l.st
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
+		st.workers.Do(func() { l.startWorkers(ctx.Self()) })
 		st.wakeAt = time.Time{} // any timer armed before a restart may be lost; re-arm
 		l.pump(ctx)
 	case *submitReq:
@@ -170,7 +183,7 @@ func (l *linkActor) pump(ctx actor.Context) {
 			st.queue = st.queue[1:]
 		}
 		st.inflight++
-		l.submit(ctx, req, done)
+		l.submit(req, done)
 	}
 }
 
@@ -266,9 +279,7 @@ func (l *linkActor) wakeAt(ctx actor.Context, at time.Time) {
 	time.AfterFunc(time.Until(at), func() { root.Send(self, &wake{}) })
 }
 
-func (l *linkActor) submit(ctx actor.Context, req *submitReq, done func(error)) {
-	st := l.st
-	self, root := ctx.Self(), l.e.root
+func (l *linkActor) submit(req *submitReq, done func(error)) {
 	out := Outgoing{
 		MessageID: req.msg.id, Sender: req.variant.sender, Destination: persistence.Recipient{NSN: req.msg.nsn}.E164(),
 		Text: req.variant.text, Parts: req.variant.parts, Encoding: req.variant.encoding,
@@ -277,11 +288,29 @@ func (l *linkActor) submit(ctx actor.Context, req *submitReq, done func(error)) 
 		seg := carriers.Segment(*req.msg.body)
 		out.Text, out.Parts, out.Encoding = *req.msg.body, seg.Parts, seg.Encoding
 	}
-	l.e.goIO(st.opts.SubmitTimeout, func(c context.Context) {
-		start := time.Now()
-		id, err := st.carrier.Submit(c, out)
-		root.Send(self, &submitDone{req: req, providerID: id, err: err, done: done, took: time.Since(start)})
-	})
+	l.st.work <- submitJob{req: req, out: out, done: done}
+}
+
+// startWorkers starts one submit worker per window slot. They live as long as the engine,
+// so a submit costs a channel hand-off instead of a goroutine and a timer.
+func (l *linkActor) startWorkers(self *actor.PID) {
+	st, e := l.st, l.e
+	for range st.opts.Window {
+		e.io.Add(1)
+		go func() {
+			defer e.io.Done()
+			for {
+				select {
+				case <-e.life.Done():
+					return
+				case j := <-st.work:
+					start := time.Now()
+					id, err := st.carrier.Submit(e.life, j.out)
+					e.root.Send(self, &submitDone{req: j.req, providerID: id, err: err, done: j.done, took: time.Since(start)})
+				}
+			}
+		}()
+	}
 }
 
 // done sorts a submit's outcome: accepted and permanently rejected messages go to receipts;
@@ -302,7 +331,7 @@ func (l *linkActor) done(ctx actor.Context, d *submitDone) {
 		st.pace.ok(now, ceiling)
 		m.submitted.WithLabelValues(st.label).Inc()
 		ctx.Send(l.e.receipts, &submittedEv{
-			s:   persistence.Submitted{MessageID: req.msg.id, ProviderID: d.providerID, Network: st.network, At: now},
+			s:   persistence.Submitted{AccountID: req.account, MessageID: req.msg.id, ProviderID: d.providerID, Network: st.network, At: now},
 			job: req.job,
 		})
 	case errors.Is(d.err, ErrThrottled):
@@ -327,7 +356,7 @@ func (l *linkActor) done(ctx actor.Context, d *submitDone) {
 
 func (l *linkActor) fail(ctx actor.Context, req *submitReq, status, reason string, at time.Time) {
 	ctx.Send(l.e.receipts, &failedEv{
-		f:       persistence.Failure{MessageID: req.msg.id, ProviderStatus: status, Error: reason, At: at},
+		f:       persistence.Failure{AccountID: req.account, MessageID: req.msg.id, ProviderStatus: status, Error: reason, At: at},
 		network: l.st.network, job: req.job,
 	})
 }

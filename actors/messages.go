@@ -95,11 +95,10 @@ type (
 // dispatchMsg is a message in flight through the engine, kept compact: the text is shared by
 // every message of a job on the same network.
 type dispatchMsg struct {
-	id        uuid.UUID
-	nsn       uint32
-	network   carriers.Network
-	body      *string // personalised text, else the job's variant
-	createdAt time.Time
+	id      uuid.UUID
+	nsn     uint32
+	network carriers.Network
+	body    *string // personalised text, else the job's variant
 }
 
 // variant is the text, sender and segmentation of a job on one network.
@@ -120,6 +119,7 @@ type pendingReceipt struct {
 // To a link.
 type (
 	submitReq struct {
+		account  uuid.UUID
 		msg      dispatchMsg
 		variant  *variant
 		job      *actor.PID

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
@@ -28,6 +29,13 @@ type receiptsState struct {
 	holdUntil  time.Time             // after a failed write, no flush before this
 	late       map[lateKey]time.Time // receipts that matched nothing yet, by first sight
 	draining   []*actor.PID
+
+	// Counter deltas of flushed transitions, written by ApplyProgress about once a second:
+	// job counters and account counts are aggregates, and writing them per flush doubled the
+	// database work of small sends. Recovery recounts open jobs, so a crash loses nothing.
+	progress      map[uuid.UUID]*persistence.JobProgress
+	progressing   bool
+	progressArmed bool
 }
 
 type lateKey struct {
@@ -50,6 +58,36 @@ type receiptBatch struct {
 
 func (b *receiptBatch) size() int { return len(b.Submitted) + len(b.Failed) + len(b.Receipts) }
 
+// take removes up to max events for one flush. Flushes stay short (they hold row locks on
+// counters and push WAL ahead of accepts' commits), and receipts are only taken once every
+// buffered submission is, so a receipt never goes ahead of its own submission. Sync waiters
+// go with the batch that carries every buffered receipt.
+func (b *receiptBatch) take(max int) *receiptBatch {
+	if b.size() <= max {
+		out := *b
+		*b = receiptBatch{}
+		return &out
+	}
+	out := &receiptBatch{}
+	n := min(len(b.Submitted), max)
+	out.Submitted, b.Submitted = b.Submitted[:n:n], b.Submitted[n:]
+	out.subJobs, b.subJobs = b.subJobs[:n:n], b.subJobs[n:]
+	room := max - n
+	f := min(len(b.Failed), room)
+	out.Failed, b.Failed = b.Failed[:f:f], b.Failed[f:]
+	out.failJobs, b.failJobs = b.failJobs[:f:f], b.failJobs[f:]
+	out.failNets, b.failNets = b.failNets[:f:f], b.failNets[f:]
+	room -= f
+	if len(b.Submitted) == 0 && len(b.Failed) == 0 {
+		k := min(len(b.Receipts), room)
+		out.Receipts, b.Receipts = b.Receipts[:k:k], b.Receipts[k:]
+		if len(b.Receipts) == 0 {
+			out.syncs, b.syncs = b.syncs, nil
+		}
+	}
+	return out
+}
+
 // prepend puts an unwritten batch back in front of what arrived since.
 func (b *receiptBatch) prepend(old *receiptBatch) {
 	b.Submitted = append(old.Submitted, b.Submitted...)
@@ -61,18 +99,74 @@ func (b *receiptBatch) prepend(old *receiptBatch) {
 	b.syncs = append(old.syncs, b.syncs...)
 }
 
-type flushTimer struct{}
+type (
+	flushTimer   struct{}
+	progressTick struct{}
+	progressDone struct {
+		jobs []persistence.JobProgress
+		err  error
+	}
+)
+
+// progressInterval is how often batched job counters and account counts are written.
+const progressInterval = time.Second
+
+func (r *receiptsActor) addProgress(p persistence.JobProgress) {
+	q := r.st.progress[p.JobID]
+	if q == nil {
+		q = &persistence.JobProgress{JobID: p.JobID, AccountID: p.AccountID}
+		r.st.progress[p.JobID] = q
+	}
+	q.Sent += p.Sent
+	q.Delivered += p.Delivered
+	q.Failed += p.Failed
+	q.RefundedCents += p.RefundedCents
+}
+
+func (r *receiptsActor) armProgress(ctx actor.Context) {
+	st := r.st
+	if st.progressArmed || st.progressing || len(st.progress) == 0 {
+		return
+	}
+	st.progressArmed = true
+	self, root := ctx.Self(), r.e.root
+	time.AfterFunc(progressInterval, func() { root.Send(self, &progressTick{}) })
+}
+
+func (r *receiptsActor) writeProgress(ctx actor.Context) {
+	st := r.st
+	if st.progressing || len(st.progress) == 0 {
+		return
+	}
+	jobs := make([]persistence.JobProgress, 0, len(st.progress))
+	for _, p := range st.progress {
+		jobs = append(jobs, *p)
+	}
+	clear(st.progress)
+	st.progressing = true
+	self, root, m := ctx.Self(), r.e.root, r.e.m
+	r.e.goIO(time.Minute, func(c context.Context) {
+		start := time.Now()
+		_, err := r.e.store.ApplyProgress(c, jobs)
+		m.batchLatency.WithLabelValues("progress").Observe(time.Since(start).Seconds())
+		m.batchSize.WithLabelValues("progress").Observe(float64(len(jobs)))
+		root.Send(self, &progressDone{jobs: jobs, err: err})
+	})
+}
 
 func (r *receiptsActor) Receive(ctx actor.Context) {
 	st := r.st
 	if st.buf == nil {
 		st.buf = &receiptBatch{}
 		st.late = map[lateKey]time.Time{}
+		st.progress = map[uuid.UUID]*persistence.JobProgress{}
 	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		st.armed, st.flushing = false, false // timers and flushes of a previous instance may be gone
+		// Timers and writes of a previous instance may be gone.
+		st.armed, st.flushing, st.progressArmed, st.progressing = false, false, false, false
 		r.flush(ctx)
+		r.armProgress(ctx)
 	case *submittedEv:
 		st.buf.Submitted = append(st.buf.Submitted, msg.s)
 		st.buf.subJobs = append(st.buf.subJobs, msg.job)
@@ -96,6 +190,19 @@ func (r *receiptsActor) Receive(ctx actor.Context) {
 		st.flushing = false
 		r.flushed(ctx, msg)
 		r.flush(ctx)
+	case *progressTick:
+		st.progressArmed = false
+		r.writeProgress(ctx)
+	case *progressDone:
+		st.progressing = false
+		if msg.err != nil {
+			r.e.m.batchErrors.WithLabelValues("progress").Inc()
+			r.e.log.Error("write job progress; will retry", slog.Any("error", msg.err))
+			for _, p := range msg.jobs {
+				r.addProgress(p)
+			}
+		}
+		r.armProgress(ctx)
 	case *drain:
 		st.draining = append(st.draining, ctx.Sender())
 		r.flush(ctx)
@@ -103,7 +210,10 @@ func (r *receiptsActor) Receive(ctx actor.Context) {
 		panic("receipts: panic requested")
 	}
 	r.e.m.receiptsQueue.Set(float64(st.buf.size()))
-	if len(st.draining) > 0 && !st.flushing && st.buf.size() == 0 {
+	if len(st.draining) > 0 && !st.flushing && st.buf.size() == 0 && !st.progressing && len(st.progress) > 0 {
+		r.writeProgress(ctx) // the last deltas, before saying drained
+	}
+	if len(st.draining) > 0 && !st.flushing && st.buf.size() == 0 && !st.progressing && len(st.progress) == 0 {
 		for _, p := range st.draining {
 			ctx.Send(p, &drained{})
 		}
@@ -129,8 +239,7 @@ func (r *receiptsActor) flush(ctx actor.Context) {
 	if st.flushing || st.buf.size() == 0 || time.Now().Before(st.holdUntil) {
 		return
 	}
-	batch := st.buf
-	st.buf = &receiptBatch{}
+	batch := st.buf.take(5 * r.e.opts.ReceiptsBatch)
 	st.flushing = true
 	self, root, m := ctx.Self(), r.e.root, r.e.m
 	r.e.goIO(time.Minute, func(c context.Context) {
@@ -191,8 +300,10 @@ func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
 	var refunded int64
 	for _, j := range res.Jobs {
 		refunded += j.RefundedCents
+		r.addProgress(j)
 	}
 	m.refunded.Add(float64(refunded))
+	r.armProgress(ctx)
 	for _, f := range res.Final {
 		l := f.Network.String()
 		if f.Delivered {

@@ -219,10 +219,9 @@ func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
 	if len(req.Recipients) <= t.e.opts.InlineLimit {
 		job.Inline = make([]persistence.NewMessage, len(req.Recipients))
 		inline = make([]dispatchMsg, len(req.Recipients))
-		now := time.Now()
 		for i, r := range req.Recipients {
 			job.Inline[i] = newMessage(job, vars[r.Network], r)
-			inline[i] = dispatchMsg{id: job.Inline[i].ID, nsn: r.NSN, network: r.Network, createdAt: now}
+			inline[i] = dispatchMsg{id: job.Inline[i].ID, nsn: r.NSN, network: r.Network}
 		}
 	} else {
 		job.Pending = persistence.EncodeRecipients(req.Recipients)

@@ -189,39 +189,7 @@ func (p *Plan) lookup(nsn *[nsnLen]byte) planVal {
 //
 // On success the only allocation is the E164 string.
 func (p *Plan) Normalize(raw string) (Number, error) {
-	var digits [12]byte
-	n := 0
-	plus := false
-	for i := range len(raw) {
-		switch c := raw[i]; {
-		case '0' <= c && c <= '9':
-			if n == len(digits) {
-				return Number{}, ErrInvalidNumber
-			}
-			digits[n] = c
-			n++
-		case c == ' ' || c == '-' || c == '.' || c == '(' || c == ')':
-		case c == '+' && n == 0 && !plus:
-			plus = true
-		default:
-			return Number{}, ErrInvalidNumber
-		}
-	}
-
-	var nsn [nsnLen]byte
-	switch {
-	case n == 10 && !plus && digits[0] == '0':
-		copy(nsn[:], digits[1:10])
-	case n == 12 && digits[0] == '2' && digits[1] == '5' && digits[2] == '4':
-		copy(nsn[:], digits[3:12])
-	default:
-		return Number{}, ErrInvalidNumber
-	}
-	if nsn[0] != '1' && nsn[0] != '7' {
-		return Number{}, ErrInvalidNumber
-	}
-
-	v := p.lookup(&nsn)
+	nsn, v := parseNSN(p, raw)
 	if v == valNone {
 		return Number{}, ErrInvalidNumber
 	}
@@ -233,4 +201,55 @@ func (p *Plan) Normalize(raw string) (Number, error) {
 		return Number{E164: string(e164[:])}, ErrUnsupportedNetwork
 	}
 	return Number{E164: string(e164[:]), Network: Network(v)}, nil
+}
+
+// Parse is Normalize for bulk input: it reads raw bytes and returns the NSN as a number
+// (the digits after +254) without allocating.
+func (p *Plan) Parse(raw []byte) (nsn uint32, n Network, err error) {
+	digits, v := parseNSN(p, raw)
+	if v == valNone {
+		return 0, NetworkUnknown, ErrInvalidNumber
+	}
+	for _, d := range digits {
+		nsn = nsn*10 + uint32(d-'0')
+	}
+	if v == valOther {
+		return nsn, NetworkUnknown, ErrUnsupportedNetwork
+	}
+	return nsn, Network(v), nil
+}
+
+// parseNSN cleans and checks a number in any accepted form and looks its range up.
+func parseNSN[T string | []byte](p *Plan, raw T) ([nsnLen]byte, planVal) {
+	var nsn [nsnLen]byte
+	var digits [12]byte
+	n := 0
+	plus := false
+	for i := range len(raw) {
+		switch c := raw[i]; {
+		case '0' <= c && c <= '9':
+			if n == len(digits) {
+				return nsn, valNone
+			}
+			digits[n] = c
+			n++
+		case c == ' ' || c == '-' || c == '.' || c == '(' || c == ')':
+		case c == '+' && n == 0 && !plus:
+			plus = true
+		default:
+			return nsn, valNone
+		}
+	}
+	switch {
+	case n == 10 && !plus && digits[0] == '0':
+		copy(nsn[:], digits[1:10])
+	case n == 12 && digits[0] == '2' && digits[1] == '5' && digits[2] == '4':
+		copy(nsn[:], digits[3:12])
+	default:
+		return nsn, valNone
+	}
+	if nsn[0] != '1' && nsn[0] != '7' {
+		return nsn, valNone
+	}
+	return nsn, p.lookup(&nsn)
 }

@@ -363,3 +363,17 @@ func BenchmarkNormalize10k(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(nums)), "ns/number")
 }
+
+func TestParseAgreesWithNormalize(t *testing.T) {
+	p := DefaultPlan()
+	for _, raw := range []string{"0712345678", "+254 733 123 456", "254770123456", "0747123456", "0109123456", "x", "", "0110123456"} {
+		n, nerr := p.Normalize(raw)
+		nsn, net, perr := p.Parse([]byte(raw))
+		if nerr != perr || net != n.Network || (n.E164 != "" && fmt.Sprintf("+254%09d", nsn) != n.E164) {
+			t.Errorf("Parse(%q) = %d, %v, %v; Normalize = %+v, %v", raw, nsn, net, perr, n, nerr)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { _, _, _ = p.Parse([]byte("0712345678")) }); a != 0 {
+		t.Errorf("Parse allocates %v times; want 0", a)
+	}
+}

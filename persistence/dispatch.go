@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tuma-sms/tuma/carriers"
 )
@@ -70,43 +71,115 @@ type AcceptResult struct {
 }
 
 // AcceptJobs durably records a group of jobs with their debits, messages, ledger entries and
-// notifications in one transaction (group commit). Wallet rows are locked in account order,
-// so concurrent groups cannot deadlock. A job whose account cannot cover its group's debits
-// fails alone with ErrInsufficientBalance.
+// notifications in one transaction (group commit). A job whose account cannot cover its
+// group's debits fails alone with ErrInsufficientBalance.
+//
+// The usual case is one round trip: a pipelined batch is one implicit transaction, and the
+// wallets' CHECK (balance_cents >= 0) makes an overdraft abort it. Only then does the careful
+// path find which accounts fall short. The tenant actors reserve before debiting, so that
+// path runs only if something bypassed them (another node, a bug).
 func (s *Store) AcceptJobs(ctx context.Context, jobs []NewJob) ([]AcceptResult, error) {
-	results := make([]AcceptResult, len(jobs))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// 1. Debit every account at once, in id order.
-		type debit struct {
-			cost, units, recipients int64
+	g := groupDebits(jobs)
+	results, err := s.acceptFast(ctx, jobs, g)
+	if isCheckViolation(err) {
+		return s.acceptCareful(ctx, jobs, g)
+	}
+	return results, err
+}
+
+// debitGroup is a group's debits summed per account, in account order.
+type debitGroup struct {
+	accounts                 []uuid.UUID
+	costs, units, recipients []int64
+}
+
+func groupDebits(jobs []NewJob) debitGroup {
+	type sum struct{ cost, units, recipients int64 }
+	by := map[uuid.UUID]*sum{}
+	for _, j := range jobs {
+		d := by[j.AccountID]
+		if d == nil {
+			d = &sum{}
+			by[j.AccountID] = d
 		}
-		byAccount := map[uuid.UUID]*debit{}
-		for _, j := range jobs {
-			d := byAccount[j.AccountID]
-			if d == nil {
-				d = &debit{}
-				byAccount[j.AccountID] = d
+		d.cost += j.CostCents
+		d.units += j.Units
+		d.recipients += int64(j.Recipients)
+	}
+	var g debitGroup
+	g.accounts = sortedIDs(by)
+	for _, a := range g.accounts {
+		g.costs, g.units, g.recipients = append(g.costs, by[a].cost), append(g.units, by[a].units), append(g.recipients, by[a].recipients)
+	}
+	return g
+}
+
+// lockWallets locks the group's wallet rows in account order. Every transaction that changes
+// several wallets locks them this way, so concurrent group commits and receipt flushes cannot
+// deadlock: an UPDATE … FROM unnest locks rows in the join's order, not the array's.
+const lockWallets = `SELECT 1 FROM wallets WHERE account_id = ANY($1::uuid[]) ORDER BY account_id FOR NO KEY UPDATE`
+
+const debitWallets = `
+	UPDATE wallets w SET
+		balance_cents = w.balance_cents - u.cost,
+		total_spent_cents = w.total_spent_cents + u.cost,
+		total_sms_sent = w.total_sms_sent + u.units,
+		lifetime_sms = w.lifetime_sms + u.units,
+		messages_accepted = w.messages_accepted + u.messages,
+		version = w.version + 1,
+		updated_at = now()
+	FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[]) AS u(account_id, cost, units, messages)
+	WHERE w.account_id = u.account_id`
+
+func (s *Store) acceptFast(ctx context.Context, jobs []NewJob, g debitGroup) ([]AcceptResult, error) {
+	b := &pgx.Batch{}
+	b.Queue(lockWallets, g.accounts)
+	snaps := map[uuid.UUID]WalletSnapshot{}
+	b.Queue(debitWallets+` RETURNING w.account_id, w.balance_cents, w.version`, g.accounts, g.costs, g.units, g.recipients).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var w WalletSnapshot
+			if err := rows.Scan(&w.AccountID, &w.BalanceCents, &w.Version); err != nil {
+				return err
 			}
-			d.cost += j.CostCents
-			d.units += j.Units
-			d.recipients += int64(j.Recipients)
+			snaps[w.AccountID] = w
 		}
-		accounts := sortedIDs(byAccount)
-		costs, units, recips := make([]int64, len(accounts)), make([]int64, len(accounts)), make([]int64, len(accounts))
-		for i, a := range accounts {
-			costs[i], units[i], recips[i] = byAccount[a].cost, byAccount[a].units, byAccount[a].recipients
+		return rows.Err()
+	})
+	queueRecords(b, jobs)
+	if err := s.accept.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("record jobs: %w", err)
+	}
+	results := make([]AcceptResult, len(jobs))
+	for i, j := range jobs {
+		w, ok := snaps[j.AccountID]
+		if !ok {
+			return nil, fmt.Errorf("record jobs: account %s has no wallet", j.AccountID)
 		}
-		rows, err := tx.Query(ctx, `
-			UPDATE wallets w SET
-				balance_cents = w.balance_cents - u.cost,
-				total_spent_cents = w.total_spent_cents + u.cost,
-				total_sms_sent = w.total_sms_sent + u.units,
-				lifetime_sms = w.lifetime_sms + u.units,
-				version = w.version + 1,
-				updated_at = now()
-			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS u(account_id, cost, units, ord)
-			WHERE w.account_id = u.account_id AND w.balance_cents >= u.cost
-			RETURNING w.account_id, w.balance_cents, w.version`, accounts, costs, units)
+		results[i].Wallet = w
+	}
+	return results, nil
+}
+
+// queueRecords queues everything an accepted group writes besides the debit.
+func queueRecords(b *pgx.Batch, jobs []NewJob) {
+	queueJobInserts(b, jobs)
+	queueOpenJobs(b, jobs)
+	queueMessageInserts(b, jobs)
+	queueDebitEntries(b, jobs)
+	queueNotifications(b, jobs)
+	queueIdempotency(b, jobs)
+}
+
+// acceptCareful debits with a balance condition first and records only the jobs of accounts
+// that could pay.
+func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob, g debitGroup) ([]AcceptResult, error) {
+	results := make([]AcceptResult, len(jobs))
+	err := pgx.BeginFunc(ctx, s.accept, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockWallets, g.accounts); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, debitWallets+` AND w.balance_cents >= u.cost RETURNING w.account_id, w.balance_cents, w.version`,
+			g.accounts, g.costs, g.units, g.recipients)
 		if err != nil {
 			return fmt.Errorf("debit wallets: %w", err)
 		}
@@ -135,24 +208,8 @@ func (s *Store) AcceptJobs(ctx context.Context, jobs []NewJob) ([]AcceptResult, 
 		if len(ok) == 0 {
 			return nil
 		}
-		// 2. Everything else in one pipelined round trip.
 		b := &pgx.Batch{}
-		queueJobInserts(b, ok)
-		queueMessageInserts(b, ok)
-		queueDebitEntries(b, ok)
-		queueNotifications(b, ok)
-		var (
-			countAccts []uuid.UUID
-			countN     []int64
-		)
-		for _, a := range accounts {
-			if _, debited := snaps[a]; debited {
-				countAccts, countN = append(countAccts, a), append(countN, byAccount[a].recipients)
-			}
-		}
-		b.Queue(`UPDATE message_counts c SET queued = c.queued + u.n
-			FROM unnest($1::uuid[], $2::bigint[]) AS u(account_id, n) WHERE c.account_id = u.account_id`, countAccts, countN)
-		queueIdempotency(b, ok)
+		queueRecords(b, ok)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("record jobs: %w", err)
 		}
@@ -162,6 +219,19 @@ func (s *Store) AcceptJobs(ctx context.Context, jobs []NewJob) ([]AcceptResult, 
 		return nil, err
 	}
 	return results, nil
+}
+
+func isCheckViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23514"
+}
+
+func queueOpenJobs(b *pgx.Batch, jobs []NewJob) {
+	ids := make([]uuid.UUID, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	b.Queue(`INSERT INTO open_jobs (job_id) SELECT unnest($1::uuid[])`, ids)
 }
 
 func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
@@ -192,7 +262,11 @@ func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
 }
 
 func queueMessageInserts(b *pgx.Batch, jobs []NewJob) {
-	var m messageRows
+	n := 0
+	for _, j := range jobs {
+		n += len(j.Inline)
+	}
+	m := newMessageRows(n)
 	for _, j := range jobs {
 		for _, msg := range j.Inline {
 			m.add(j, msg)
@@ -220,6 +294,15 @@ type messageRows struct {
 	prefixed         []bool
 	parts, encodings []int16
 	costs            []int32
+}
+
+func newMessageRows(n int) *messageRows {
+	return &messageRows{
+		ids: make([]uuid.UUID, 0, n), jobs: make([]uuid.UUID, 0, n), accts: make([]uuid.UUID, 0, n),
+		campaigns: make([]*uuid.UUID, 0, n), recipients: make([]string, 0, n), networks: make([]int16, 0, n),
+		senders: make([]string, 0, n), bodies: make([]*string, 0, n), prefixed: make([]bool, 0, n),
+		parts: make([]int16, 0, n), encodings: make([]int16, 0, n), costs: make([]int32, 0, n),
+	}
 }
 
 func (m *messageRows) add(j NewJob, msg NewMessage) {
@@ -301,19 +384,18 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, msgs []NewMessage) (boo
 		if !pending {
 			return nil
 		}
-		var m messageRows
-		for _, msg := range msgs {
-			m.add(j, msg)
-		}
+		// One row buffer, reused: pgx encodes each row before asking for the next.
+		row := make([]any, 12)
 		i := 0
 		_, err = tx.CopyFrom(ctx, pgx.Identifier{"messages"},
 			[]string{"id", "job_id", "account_id", "campaign_id", "recipient", "network", "sender", "body", "prefixed", "parts", "encoding", "cost_cents"},
 			pgx.CopyFromFunc(func() ([]any, error) {
-				if i == len(m.ids) {
+				if i == len(msgs) {
 					return nil, nil
 				}
-				row := []any{m.ids[i], m.jobs[i], m.accts[i], m.campaigns[i], m.recipients[i], m.networks[i], m.senders[i],
-					m.bodies[i], m.prefixed[i], m.parts[i], m.encodings[i], m.costs[i]}
+				m := msgs[i]
+				row[0], row[1], row[2], row[3], row[4], row[5] = m.ID, j.ID, j.AccountID, j.CampaignID, m.Recipient, int16(m.Network)
+				row[6], row[7], row[8], row[9], row[10], row[11] = m.Sender, m.Body, m.Prefixed, int16(m.Parts), int16(m.Encoding), int32(m.CostCents)
 				i++
 				return row, nil
 			}))
@@ -334,6 +416,7 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, msgs []NewMessage) (boo
 
 // Submitted records that a carrier accepted a message.
 type Submitted struct {
+	AccountID  uuid.UUID
 	MessageID  uuid.UUID
 	ProviderID string
 	Network    carriers.Network
@@ -342,6 +425,7 @@ type Submitted struct {
 
 // Failure records that a message failed before a carrier accepted it.
 type Failure struct {
+	AccountID      uuid.UUID
 	MessageID      uuid.UUID
 	ProviderStatus string
 	Error          string
@@ -366,12 +450,10 @@ type ReceiptBatch struct {
 	Receipts  []Receipt
 }
 
-// JobProgress is how one flush moved a job.
+// JobProgress is how status writes moved a job: deltas to its counters and its account's.
 type JobProgress struct {
 	JobID, AccountID        uuid.UUID
-	Sent, Delivered, Failed int    // transitions into each state in this flush
-	SubmitOutcomes          [3]int // per network: messages whose submit outcome (sent/failed) was recorded
-	Completed               bool
+	Sent, Delivered, Failed int // net change of messages in each state (sent falls as they finish)
 	RefundedCents           int64
 }
 
@@ -397,9 +479,10 @@ type FlushResult struct {
 }
 
 // FlushReceipts applies a batch of status transitions in one transaction: message rows,
-// provider references, job counters and completion, refunds for failed messages (one ledger
-// entry per job and flush) and per-account counts. A transition only applies from an earlier
-// state, so replays and duplicate receipts change nothing and are never refunded twice.
+// provider references and refunds for failed messages (one ledger entry per job and flush).
+// A transition only applies from an earlier state, so replays and duplicate receipts change
+// nothing and are never refunded twice. The job and account counters these transitions imply
+// come back in the result, for ApplyProgress to write in larger, less frequent batches.
 func (s *Store) FlushReceipts(ctx context.Context, rb ReceiptBatch) (FlushResult, error) {
 	var res FlushResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -419,13 +502,9 @@ func (s *Store) FlushReceipts(ctx context.Context, rb ReceiptBatch) (FlushResult
 		res.Submitted = agg.submitted
 		res.Unmatched = len(rb.Submitted) + len(rb.Failed) + len(rb.Receipts) - agg.matched
 		res.Final = agg.final
-		if res.Jobs, err = agg.applyJobs(ctx, tx); err != nil {
-			return err
-		}
-		if res.Refunds, err = agg.applyRefunds(ctx, tx, res.Jobs); err != nil {
-			return err
-		}
-		return agg.applyCounts(ctx, tx)
+		res.Jobs = agg.progress()
+		res.Refunds, err = applyRefunds(ctx, tx, res.Jobs)
+		return err
 	})
 	if err != nil {
 		return FlushResult{}, fmt.Errorf("flush receipts: %w", err)
@@ -433,17 +512,108 @@ func (s *Store) FlushReceipts(ctx context.Context, rb ReceiptBatch) (FlushResult
 	return res, nil
 }
 
+// ApplyProgress writes job counters, job completion and per-account counts for the deltas of
+// one or more flushes, in one transaction. It returns the jobs now complete. Only the
+// receipts actor (and recovery, before it starts) calls it, so it needs no row-lock ordering.
+func (s *Store) ApplyProgress(ctx context.Context, jobs []JobProgress) (completed []uuid.UUID, err error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		completed, err = applyProgress(ctx, tx, jobs)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("apply progress: %w", err)
+	}
+	return completed, nil
+}
+
+func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.UUID, error) {
+	slices.SortFunc(jobs, func(a, b JobProgress) int { return strings.Compare(string(a.JobID[:]), string(b.JobID[:])) })
+	n := len(jobs)
+	ids := make([]uuid.UUID, n)
+	sent, deliv, failed, refunds := make([]int32, n), make([]int32, n), make([]int32, n), make([]int64, n)
+	byAccount := map[uuid.UUID]*[3]int64{}
+	for i, p := range jobs {
+		ids[i] = p.JobID
+		sent[i], deliv[i], failed[i], refunds[i] = int32(p.Sent), int32(p.Delivered), int32(p.Failed), p.RefundedCents
+		c := byAccount[p.AccountID]
+		if c == nil {
+			c = new([3]int64)
+			byAccount[p.AccountID] = c
+		}
+		c[0], c[1], c[2] = c[0]+int64(p.Sent), c[1]+int64(p.Delivered), c[2]+int64(p.Failed)
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE jobs j SET
+			sent_count = j.sent_count + u.sent,
+			delivered_count = j.delivered_count + u.delivered,
+			failed_count = j.failed_count + u.failed,
+			refunded_cents = j.refunded_cents + u.refund,
+			status = CASE WHEN j.delivered_count + u.delivered + j.failed_count + u.failed >= j.recipients_count
+				THEN 'completed' ELSE 'sending' END,
+			completed_at = CASE WHEN j.delivered_count + u.delivered + j.failed_count + u.failed >= j.recipients_count
+				THEN coalesce(j.completed_at, now()) END
+		FROM unnest($1::uuid[], $2::integer[], $3::integer[], $4::integer[], $5::bigint[]) AS u(id, sent, delivered, failed, refund)
+		WHERE j.id = u.id
+		RETURNING j.id, j.status = 'completed'`, ids, sent, deliv, failed, refunds)
+	if err != nil {
+		return nil, fmt.Errorf("update jobs: %w", err)
+	}
+	var completed []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		var done bool
+		if err := rows.Scan(&id, &done); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if done {
+			completed = append(completed, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("update jobs: %w", err)
+	}
+	if len(completed) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM open_jobs WHERE job_id = ANY($1::uuid[])`, completed); err != nil {
+			return nil, fmt.Errorf("close jobs: %w", err)
+		}
+	}
+	accts := sortedIDs(byAccount)
+	se, d, f := make([]int64, len(accts)), make([]int64, len(accts)), make([]int64, len(accts))
+	for i, a := range accts {
+		se[i], d[i], f[i] = byAccount[a][0], byAccount[a][1], byAccount[a][2]
+	}
+	_, err = tx.Exec(ctx, `UPDATE message_counts c SET sent = c.sent + u.s, delivered = c.delivered + u.d, failed = c.failed + u.f
+		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[]) AS u(account_id, s, d, f)
+		WHERE c.account_id = u.account_id`, accts, se, d, f)
+	if err != nil {
+		return nil, fmt.Errorf("update message counts: %w", err)
+	}
+	return completed, nil
+}
+
 type flushAggregate struct {
 	jobs      map[uuid.UUID]*JobProgress
-	refunds   map[uuid.UUID]int64 // by job
-	counts    map[uuid.UUID]*[4]int64
 	final     []FinalMessage
 	submitted int
 	matched   int
 }
 
 func newFlushAggregate() *flushAggregate {
-	return &flushAggregate{jobs: map[uuid.UUID]*JobProgress{}, refunds: map[uuid.UUID]int64{}, counts: map[uuid.UUID]*[4]int64{}}
+	return &flushAggregate{jobs: map[uuid.UUID]*JobProgress{}}
+}
+
+// progress lists the jobs the flush moved, in job order.
+func (a *flushAggregate) progress() []JobProgress {
+	out := make([]JobProgress, 0, len(a.jobs))
+	for _, id := range sortedIDs(a.jobs) {
+		out = append(out, *a.jobs[id])
+	}
+	return out
 }
 
 func (a *flushAggregate) job(jobID, accountID uuid.UUID) *JobProgress {
@@ -455,42 +625,20 @@ func (a *flushAggregate) job(jobID, accountID uuid.UUID) *JobProgress {
 	return p
 }
 
-// count indexes: queued, sent, delivered, failed.
-func (a *flushAggregate) move(accountID uuid.UUID, from, to string) {
-	c := a.counts[accountID]
-	if c == nil {
-		c = new([4]int64)
-		a.counts[accountID] = c
-	}
-	c[statusIndex(from)]--
-	c[statusIndex(to)]++
-}
-
-func statusIndex(s string) int {
-	switch s {
-	case "queued":
-		return 0
-	case "sent":
-		return 1
-	case "delivered":
-		return 2
-	}
-	return 3
-}
-
 func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flushAggregate) error {
 	if len(subs) == 0 {
 		return nil
 	}
-	ids, pids, nets, ats := make([]uuid.UUID, len(subs)), make([]string, len(subs)), make([]int16, len(subs)), make([]time.Time, len(subs))
+	n := len(subs)
+	accts, ids, pids, nets, ats := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]string, n), make([]int16, n), make([]time.Time, n)
 	for i, s := range subs {
-		ids[i], pids[i], nets[i], ats[i] = s.MessageID, s.ProviderID, int16(s.Network), s.At
+		accts[i], ids[i], pids[i], nets[i], ats[i] = s.AccountID, s.MessageID, s.ProviderID, int16(s.Network), s.At
 	}
 	rows, err := tx.Query(ctx, `
 		UPDATE messages m SET status = 'sent', provider_message_id = u.pid, provider_status = 'ENROUTE', sent_at = u.at
-		FROM unnest($1::uuid[], $2::text[], $3::timestamptz[]) AS u(id, pid, at)
-		WHERE m.id = u.id AND m.status = 'queued'
-		RETURNING m.job_id, m.account_id, m.network`, ids, pids, ats)
+		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) AS u(account_id, id, pid, at)
+		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'queued'
+		RETURNING m.job_id, m.account_id, m.network`, accts, ids, pids, ats)
 	if err != nil {
 		return fmt.Errorf("record submissions: %w", err)
 	}
@@ -501,9 +649,7 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 			rows.Close()
 			return err
 		}
-		p := agg.job(job, acct)
-		p.Sent++
-		agg.move(acct, "queued", "sent")
+		agg.job(job, acct).Sent++
 		agg.submitted++
 		agg.matched++
 	}
@@ -511,8 +657,8 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("record submissions: %w", err)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO provider_refs (provider_message_id, network, message_id)
-		SELECT * FROM unnest($1::text[], $2::smallint[], $3::uuid[]) ON CONFLICT DO NOTHING`, pids, nets, ids)
+	_, err = tx.Exec(ctx, `INSERT INTO provider_refs (provider_message_id, network, message_id, account_id)
+		SELECT * FROM unnest($1::text[], $2::smallint[], $3::uuid[], $4::uuid[]) ON CONFLICT DO NOTHING`, pids, nets, ids, accts)
 	if err != nil {
 		return fmt.Errorf("record provider ids: %w", err)
 	}
@@ -523,16 +669,17 @@ func flushFailures(ctx context.Context, tx pgx.Tx, fails []Failure, agg *flushAg
 	if len(fails) == 0 {
 		return nil
 	}
-	ids, pss, errs, ats := make([]uuid.UUID, len(fails)), make([]string, len(fails)), make([]string, len(fails)), make([]time.Time, len(fails))
+	n := len(fails)
+	accts, ids, pss, errs, ats := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]string, n), make([]string, n), make([]time.Time, n)
 	for i, f := range fails {
-		ids[i], pss[i], errs[i], ats[i] = f.MessageID, f.ProviderStatus, f.Error, f.At
+		accts[i], ids[i], pss[i], errs[i], ats[i] = f.AccountID, f.MessageID, f.ProviderStatus, f.Error, f.At
 	}
 	rows, err := tx.Query(ctx, `
 		UPDATE messages m SET status = 'failed', provider_status = u.ps, error = u.err, failed_at = u.at
-		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[]) AS u(id, ps, err, at),
-			LATERAL (SELECT status FROM messages WHERE id = u.id) AS before
-		WHERE m.id = u.id AND m.status IN ('queued', 'sent')
-		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, before.status, m.created_at, m.failed_at`, ids, pss, errs, ats)
+		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[]) AS u(account_id, id, ps, err, at),
+			LATERAL (SELECT status FROM messages WHERE account_id = u.account_id AND id = u.id) AS before
+		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status IN ('queued', 'sent')
+		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, before.status, m.created_at, m.failed_at`, accts, ids, pss, errs, ats)
 	if err != nil {
 		return fmt.Errorf("record failures: %w", err)
 	}
@@ -572,7 +719,7 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 		FROM unnest($1::text[], $2::smallint[], $3::boolean[], $4::text[], $5::text[], $6::timestamptz[])
 				AS u(pid, net, delivered, ps, err, at)
 			JOIN provider_refs r ON r.provider_message_id = u.pid AND r.network = u.net
-		WHERE m.id = r.message_id AND m.status = 'sent'
+		WHERE m.account_id = r.account_id AND m.id = r.message_id AND m.status = 'sent'
 		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, 'sent', m.created_at,
 			coalesce(m.delivered_at, m.failed_at), u.delivered, u.pid`,
 		pids, nets, delivered, pss, errs, ats)
@@ -653,15 +800,12 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, matched func(pi
 		if before == "sent" {
 			p.Sent--
 		}
-		to := "failed"
 		if delivered {
-			to = "delivered"
 			p.Delivered++
 		} else {
 			p.Failed++
-			agg.refunds[job] += cost
+			p.RefundedCents += cost
 		}
-		agg.move(acct, before, to)
 		agg.final = append(agg.final, FinalMessage{Network: carriers.Network(net), Delivered: delivered, Stage: stage,
 			CreatedAt: created, DoneAt: doneAt})
 		agg.matched++
@@ -669,55 +813,7 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, matched func(pi
 	return rows.Err()
 }
 
-func (a *flushAggregate) applyJobs(ctx context.Context, tx pgx.Tx) ([]JobProgress, error) {
-	if len(a.jobs) == 0 {
-		return nil, nil
-	}
-	ids := sortedIDs(a.jobs)
-	n := len(ids)
-	sent, deliv, failed, refunds := make([]int32, n), make([]int32, n), make([]int32, n), make([]int64, n)
-	for i, id := range ids {
-		p := a.jobs[id]
-		p.RefundedCents = a.refunds[id]
-		sent[i], deliv[i], failed[i], refunds[i] = int32(p.Sent), int32(p.Delivered), int32(p.Failed), p.RefundedCents
-	}
-	rows, err := tx.Query(ctx, `
-		UPDATE jobs j SET
-			sent_count = j.sent_count + u.sent,
-			delivered_count = j.delivered_count + u.delivered,
-			failed_count = j.failed_count + u.failed,
-			refunded_cents = j.refunded_cents + u.refund,
-			status = CASE WHEN j.delivered_count + u.delivered + j.failed_count + u.failed >= j.recipients_count
-				THEN 'completed' ELSE j.status END,
-			completed_at = CASE WHEN j.delivered_count + u.delivered + j.failed_count + u.failed >= j.recipients_count
-				THEN now() ELSE j.completed_at END
-		FROM unnest($1::uuid[], $2::integer[], $3::integer[], $4::integer[], $5::bigint[]) AS u(id, sent, delivered, failed, refund)
-		WHERE j.id = u.id
-		RETURNING j.id, j.status = 'completed'`, ids, sent, deliv, failed, refunds)
-	if err != nil {
-		return nil, fmt.Errorf("update jobs: %w", err)
-	}
-	for rows.Next() {
-		var id uuid.UUID
-		var done bool
-		if err := rows.Scan(&id, &done); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		a.jobs[id].Completed = done
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("update jobs: %w", err)
-	}
-	out := make([]JobProgress, 0, n)
-	for _, id := range ids {
-		out = append(out, *a.jobs[id])
-	}
-	return out, nil
-}
-
-func (a *flushAggregate) applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]WalletSnapshot, error) {
+func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]WalletSnapshot, error) {
 	byAccount := map[uuid.UUID]int64{}
 	var entryIDs, entryAccts, entryJobs []uuid.UUID
 	var entryAmounts, entryCounts []int64
@@ -738,6 +834,9 @@ func (a *flushAggregate) applyRefunds(ctx context.Context, tx pgx.Tx, jobs []Job
 	amounts := make([]int64, len(accts))
 	for i, id := range accts {
 		amounts[i] = byAccount[id]
+	}
+	if _, err := tx.Exec(ctx, lockWallets, accts); err != nil {
+		return nil, fmt.Errorf("lock wallets: %w", err)
 	}
 	rows, err := tx.Query(ctx, `
 		UPDATE wallets w SET balance_cents = w.balance_cents + u.amount,
@@ -773,27 +872,6 @@ func (a *flushAggregate) applyRefunds(ctx context.Context, tx pgx.Tx, jobs []Job
 	return snaps, nil
 }
 
-func (a *flushAggregate) applyCounts(ctx context.Context, tx pgx.Tx) error {
-	if len(a.counts) == 0 {
-		return nil
-	}
-	accts := sortedIDs(a.counts)
-	n := len(accts)
-	q, se, d, f := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	for i, id := range accts {
-		c := a.counts[id]
-		q[i], se[i], d[i], f[i] = c[0], c[1], c[2], c[3]
-	}
-	_, err := tx.Exec(ctx, `UPDATE message_counts c SET queued = c.queued + u.q, sent = c.sent + u.s,
-			delivered = c.delivered + u.d, failed = c.failed + u.f
-		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u(account_id, q, s, d, f)
-		WHERE c.account_id = u.account_id`, accts, q, se, d, f)
-	if err != nil {
-		return fmt.Errorf("update message counts: %w", err)
-	}
-	return nil
-}
-
 // sortedIDs returns the map's keys in order: every multi-row update locks rows in this order.
 func sortedIDs[V any](m map[uuid.UUID]V) []uuid.UUID {
 	ids := make([]uuid.UUID, 0, len(m))
@@ -812,7 +890,12 @@ func textArray(vs []string) string {
 			b.WriteByte(',')
 		}
 		b.WriteByte('"')
-		b.WriteString(strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v))
+		for _, c := range []byte(v) {
+			if c == '\\' || c == '"' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(c)
+		}
 		b.WriteByte('"')
 	}
 	b.WriteByte('}')

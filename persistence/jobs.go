@@ -18,8 +18,8 @@ type JobRecord struct {
 	CreatedAt time.Time
 }
 
-const jobColumns = `id, account_id, campaign_id, source, message, shared_prefix, senders, prefixed, price_cents,
-	recipients_count, sms_units, cost_cents, pending_recipients, status, created_at`
+const jobColumns = `j.id, j.account_id, j.campaign_id, j.source, j.message, j.shared_prefix, j.senders, j.prefixed,
+	j.price_cents, j.recipients_count, j.sms_units, j.cost_cents, j.pending_recipients, j.status, j.created_at`
 
 func scanJob(row pgx.Row) (JobRecord, error) {
 	var (
@@ -39,7 +39,7 @@ func scanJob(row pgx.Row) (JobRecord, error) {
 
 // UnfinishedJobs lists every job not yet completed, oldest first, for recovery.
 func (s *Store) UnfinishedJobs(ctx context.Context) ([]JobRecord, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE status <> 'completed' ORDER BY id`)
+	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM open_jobs o JOIN jobs j ON j.id = o.job_id ORDER BY o.job_id`)
 	if err != nil {
 		return nil, fmt.Errorf("unfinished jobs: %w", err)
 	}
@@ -98,8 +98,8 @@ type StaleMessage struct {
 // still have no receipt.
 func (s *Store) StaleSent(ctx context.Context, before time.Time, limit int) ([]StaleMessage, error) {
 	rows, err := s.pool.Query(ctx, `SELECT m.provider_message_id, m.network
-		FROM jobs j JOIN messages m ON m.job_id = j.id
-		WHERE j.status <> 'completed' AND m.status = 'sent' AND m.sent_at < $1 AND m.provider_message_id IS NOT NULL
+		FROM open_jobs o JOIN messages m ON m.job_id = o.job_id
+		WHERE m.status = 'sent' AND m.sent_at < $1 AND m.provider_message_id IS NOT NULL
 		LIMIT $2`, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale sent messages: %w", err)
@@ -116,4 +116,46 @@ func (s *Store) StaleSent(ctx context.Context, before time.Time, limit int) ([]S
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// RecountOpenJobs makes the counters of every unfinished job (and their accounts' counts)
+// agree with its messages, completing the jobs that are done. The engine batches counter
+// writes, so after a crash they can trail the messages; recovery runs this before resuming.
+func (s *Store) RecountOpenJobs(ctx context.Context) (completed int, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT j.id, j.account_id, c.sent - j.sent_count, c.delivered - j.delivered_count,
+				c.failed - j.failed_count, c.refunded - j.refunded_cents
+			FROM open_jobs o JOIN jobs j ON j.id = o.job_id,
+				LATERAL (SELECT count(*) FILTER (WHERE m.status = 'sent') AS sent,
+						count(*) FILTER (WHERE m.status = 'delivered') AS delivered,
+						count(*) FILTER (WHERE m.status = 'failed') AS failed,
+						coalesce(sum(m.cost_cents) FILTER (WHERE m.status = 'failed'), 0) AS refunded
+					FROM messages m WHERE m.job_id = j.id) AS c`)
+		if err != nil {
+			return err
+		}
+		var diffs []JobProgress
+		for rows.Next() {
+			var p JobProgress
+			if err := rows.Scan(&p.JobID, &p.AccountID, &p.Sent, &p.Delivered, &p.Failed, &p.RefundedCents); err != nil {
+				rows.Close()
+				return err
+			}
+			diffs = append(diffs, p)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// Every open job goes through, even unchanged ones: a job whose last counters were
+		// written just before the crash may be complete already.
+		done, err := applyProgress(ctx, tx, diffs)
+		completed = len(done)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recount open jobs: %w", err)
+	}
+	return completed, nil
 }

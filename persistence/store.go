@@ -16,16 +16,21 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Options configures the connection pool.
+// Options configures the connection pools.
 type Options struct {
-	URL      string // postgres:// URL; the database it names is created when missing
-	MaxConns int32  // pool size; 0 keeps pgx's default
+	URL         string // postgres:// URL; the database it names is created when missing
+	MaxConns    int32  // size of the general pool; 0 keeps pgx's default
+	AcceptConns int32  // size of the pool kept for accepting sends (default 4)
 }
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
+//
+// Accepting a send is the one write a caller waits on, so it has its own small pool: it
+// never queues for a connection behind the engine's bulk work (expansions, status flushes).
 type Store struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
+	pool   *pgxpool.Pool
+	accept *pgxpool.Pool
+	log    *slog.Logger
 }
 
 // Open connects to PostgreSQL, creating the database named in the URL if it does not exist.
@@ -36,6 +41,10 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		registerUUID(c.TypeMap())
+		return nil
 	}
 	if err := ensureDatabase(ctx, cfg.ConnConfig, log); err != nil {
 		return nil, err
@@ -48,11 +57,24 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("ping database %q: %w", cfg.ConnConfig.Database, err)
 	}
-	return &Store{pool: pool, log: log}, nil
+	acfg := cfg.Copy()
+	acfg.MaxConns = opts.AcceptConns
+	if acfg.MaxConns <= 0 {
+		acfg.MaxConns = 4
+	}
+	accept, err := pgxpool.NewWithConfig(ctx, acfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open accept pool: %w", err)
+	}
+	return &Store{pool: pool, accept: accept, log: log}, nil
 }
 
 // Close closes every pooled connection.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() {
+	s.pool.Close()
+	s.accept.Close()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }

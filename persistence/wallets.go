@@ -85,7 +85,7 @@ func (s *Store) ApprovedSender(ctx context.Context, accountID uuid.UUID, idOrNam
 // Credit adds to a wallet with a ledger entry (top-ups, operator credits, bonuses).
 func (s *Store) Credit(ctx context.Context, accountID uuid.UUID, cents int64, txType, reference, description string) (WalletSnapshot, error) {
 	var w WalletSnapshot
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.accept, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `UPDATE wallets SET balance_cents = balance_cents + $2, version = version + 1, updated_at = now()
 			WHERE account_id = $1 RETURNING account_id, balance_cents, version`, accountID, cents).
 			Scan(&w.AccountID, &w.BalanceCents, &w.Version)

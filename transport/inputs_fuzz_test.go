@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
 )
 
 // checkInputError asserts that a rejected body gets a client error with a problem, never a 500.
@@ -133,6 +135,34 @@ func FuzzParseSend(f *testing.F) {
 		}
 		if n := utf8.RuneCountInString(in.message); n < 1 || n > maxMessageRunes || !utf8.ValidString(in.message) {
 			t.Fatalf("accepted message of %d characters", n)
+		}
+		// Differential: the streaming recipients decoder must agree with the standard one.
+		var ref struct {
+			Recipients []string `json:"recipients"`
+		}
+		if err := json.Unmarshal(body, &ref); err != nil {
+			t.Fatalf("fast path accepted %q, which encoding/json rejects: %v", body, err)
+		}
+		var want []uint32
+		unique := map[uint32]bool{}
+		for _, r := range ref.Recipients {
+			n, err := plan.Normalize(r)
+			if err != nil {
+				t.Fatalf("fast path accepted %q, but %q does not normalise: %v", body, r, err)
+			}
+			nsn, _ := persistence.ParseE164(n.E164)
+			if !unique[nsn] {
+				unique[nsn] = true
+				want = append(want, nsn)
+			}
+		}
+		if len(want) != len(in.recipients) {
+			t.Fatalf("body %q: %d recipients; encoding/json + Normalize give %d", body, len(in.recipients), len(want))
+		}
+		for i, r := range in.recipients {
+			if r.NSN != want[i] {
+				t.Fatalf("body %q: recipient %d = %d; want %d", body, i, r.NSN, want[i])
+			}
 		}
 	})
 }

@@ -254,7 +254,7 @@ func options() []option {
 			func(c *Config, v string) error { return c.LinkTPS.parse(v) },
 			func(c *Config) string { return c.LinkTPS.String() }},
 		{"TUMA_LINK_WINDOW", "100", "carrier links: most submits in flight per network", false,
-			func(c *Config, v string) error { return intIn(&c.LinkWindow, v, 1, 100_000) },
+			func(c *Config, v string) error { return intIn(&c.LinkWindow, v, 1, 10_000) },
 			func(c *Config) string { return strconv.Itoa(c.LinkWindow) }},
 		{"TUMA_RECEIPT_TIMEOUT", "10m", "a sent message with no delivery receipt after this is asked about", false,
 			func(c *Config, v string) error { return duration(&c.ReceiptTimeout, v) },

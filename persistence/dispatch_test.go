@@ -1,0 +1,105 @@
+package persistence_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/persistence/pgtest"
+)
+
+func job(acct uuid.UUID, cost int64) persistence.NewJob {
+	id := persistence.NewID()
+	return persistence.NewJob{
+		ID: id, AccountID: acct, Source: "api", Message: "hi", Senders: [3]string{"TUMA", "TUMA", "TUMA"},
+		PriceCents: cost, Recipients: 1, Units: 1, CostCents: cost,
+		Inline: []persistence.NewMessage{{ID: persistence.NewID(), Recipient: "+254712345678", Network: carriers.Safaricom,
+			Sender: "TUMA", Parts: 1, Encoding: carriers.GSM7, CostCents: cost}},
+	}
+}
+
+func fundedAccount(t *testing.T, st *persistence.Store, cents int64) uuid.UUID {
+	t.Helper()
+	a, err := st.CreateAccount(context.Background(), newAccount(uuid.NewString()+"@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Credit(context.Background(), a.ID, cents, "topup", "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	return a.ID
+}
+
+func TestAcceptJobsOverdraftFailsOnlyThatAccount(t *testing.T) {
+	st, _ := pgtest.NewStore(t)
+	ctx := context.Background()
+	rich, poor := fundedAccount(t, st, 1000), fundedAccount(t, st, 50)
+	// The poor account's two jobs (50 + 10) overdraw it together, though each alone fits.
+	res, err := st.AcceptJobs(ctx, []persistence.NewJob{job(rich, 100), job(poor, 50), job(poor, 10), job(rich, 200)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Err != nil || res[3].Err != nil || res[3].Wallet.BalanceCents != 700 {
+		t.Errorf("rich account results %+v, %+v; want both accepted leaving 700", res[0], res[3])
+	}
+	for _, i := range []int{1, 2} {
+		if !errors.Is(res[i].Err, persistence.ErrInsufficientBalance) {
+			t.Errorf("poor job %d = %+v; want insufficient balance", i, res[i])
+		}
+	}
+	w, _ := st.Wallet(ctx, poor)
+	c, _ := st.MessageCounts(ctx, poor)
+	if w.BalanceCents != 50 || c.Total() != 0 {
+		t.Errorf("poor account: balance %d, %d messages; want 50 and none", w.BalanceCents, c.Total())
+	}
+	if c, _ := st.MessageCounts(ctx, rich); c.Queued != 2 {
+		t.Errorf("rich account queued %d; want 2", c.Queued)
+	}
+}
+
+func TestGroupCommitsAndFlushesDoNotDeadlock(t *testing.T) {
+	st, _ := pgtest.NewStore(t)
+	ctx := context.Background()
+	var accts []uuid.UUID
+	for range 6 {
+		accts = append(accts, fundedAccount(t, st, 1_000_000))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 30 {
+				// Each group touches the accounts in a different order.
+				var jobs []persistence.NewJob
+				for k := range accts {
+					jobs = append(jobs, job(accts[(k*(w+1)+i)%len(accts)], 1))
+				}
+				res, err := st.AcceptJobs(ctx, jobs)
+				if err != nil {
+					errs <- err
+					return
+				}
+				// Fail the first message right away: a flush that refunds and moves counters on
+				// the same rows the next group commit debits.
+				_, err = st.FlushReceipts(ctx, persistence.ReceiptBatch{Failed: []persistence.Failure{
+					{AccountID: jobs[0].AccountID, MessageID: jobs[0].Inline[0].ID, ProviderStatus: "REJECTD"},
+				}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				_ = res
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("concurrent group commits and flushes: %v", err)
+	}
+}
