@@ -3,7 +3,7 @@
 // Topology (one engine per node):
 //
 //	engine
-//	├── writer     group-commits accepted sends: debit, job, messages, ledger, notices
+//	├── writers    group-commit accepted sends (debit, job, messages, ledger, notices), by account shard
 //	├── tenants    one actor per active account (spawned on demand, passivated when idle)
 //	│   └── jobs   one child per dispatching job: streams messages to the links
 //	├── links      one carrier link per network: token bucket, in-flight window, breaker
@@ -11,7 +11,7 @@
 //	└── reconciler asks carriers about messages whose receipt never came
 //
 // Ownership. A tenant actor owns its account's spendable balance while it lives: it reserves
-// a send's cost in memory (so concurrent sends can never overdraw) and the writer commits the
+// a send's cost in memory (so concurrent sends can never overdraw) and its writer commits the
 // debit with the job in one transaction; PostgreSQL stays the system of record, and every
 // committed change returns a versioned wallet snapshot the tenant adopts. Job actors own the
 // dispatch progress of their job; links own their queues, windows and breakers; the receipts

@@ -2,9 +2,11 @@ package actors
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +29,7 @@ type Store interface {
 	ApplyProgress(ctx context.Context, jobs []persistence.JobProgress) ([]uuid.UUID, error)
 	RecountOpenJobs(ctx context.Context) (int, error)
 	UnfinishedJobs(ctx context.Context) ([]persistence.JobRecord, error)
-	OpenMessages(ctx context.Context, jobID uuid.UUID) ([]persistence.OpenMessage, error)
+	OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit int) ([]persistence.OpenMessage, error)
 	StaleSent(ctx context.Context, before time.Time, limit int) ([]persistence.StaleMessage, error)
 	Credit(ctx context.Context, accountID uuid.UUID, cents int64, txType, reference, description string) (persistence.WalletSnapshot, error)
 	SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error
@@ -51,7 +53,7 @@ type Options struct {
 	MaxDispatchingJob int           // jobs of one tenant dispatching at once (8)
 	TenantIdle        time.Duration // a tenant actor with nothing to do stops after this (5m)
 	AcceptBatch       int           // sends per group commit (256)
-	AcceptParallel    int           // group commits in flight (1: one writer fills the biggest batches)
+	AcceptShards      int           // group-commit writers, each owning a disjoint share of accounts (2)
 	ReceiptsBatch     int           // transitions per flush (2000)
 	Expansions        int           // large jobs expanded into message rows at once (1)
 	ReceiptsInterval  time.Duration // how long a flush may wait to fill (5ms)
@@ -79,7 +81,7 @@ func (o *Options) setDefaults() {
 	def(&o.JobWindow, 256)
 	def(&o.MaxDispatchingJob, 8)
 	def(&o.AcceptBatch, 256)
-	def(&o.AcceptParallel, 1)
+	def(&o.AcceptShards, 2)
 	def(&o.ReceiptsBatch, 2000)
 	def(&o.Expansions, 1)
 	defDur(&o.TenantIdle, 5*time.Minute)
@@ -120,7 +122,7 @@ type Engine struct {
 	sys        *actor.ActorSystem
 	root       *actor.RootContext
 	supervisor *actor.PID
-	writer     *actor.PID
+	writers    []*actor.PID // by account shard
 	receipts   *actor.PID
 	reconciler *actor.PID
 	links      [4]*actor.PID // by carriers.Network
@@ -207,6 +209,12 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 	}
 	e.accepting.Store(true)
 	return e, nil
+}
+
+// writerFor is the group-commit writer of an account: its shard, so two writers' batches
+// never lock the same wallet and can commit in parallel.
+func (e *Engine) writerFor(id uuid.UUID) *actor.PID {
+	return e.writers[int(binary.BigEndian.Uint32(id[12:]))%len(e.writers)]
 }
 
 // restartStrategy restarts a panicking child; a child failing 10 times within a minute is
@@ -426,7 +434,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	for _, pid := range []*actor.PID{e.writer, e.links[1], e.links[2], e.links[3], e.receipts} {
+	for _, pid := range append(slices.Clone(e.writers), e.links[1], e.links[2], e.links[3], e.receipts) {
 		if _, err := e.request(ctx, pid, &drain{}); err != nil {
 			errs = append(errs, fmt.Errorf("drain %s: %w", pid.Id, err))
 		}

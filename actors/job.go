@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 
 	"github.com/tuma-sms/tuma/persistence"
 )
@@ -29,7 +30,14 @@ type jobState struct {
 	queues      [4][]dispatchMsg
 	outstanding [4]int
 	loadDelay   time.Duration
+	// Reading a stored job a page at a time.
+	cursor  uuid.UUID
+	more    bool // the database may hold more open messages past cursor
+	loading bool
 }
+
+// jobPage is how many open messages a job reads from the database at a time.
+const jobPage = 2000
 
 func (j *jobActor) Receive(ctx actor.Context) {
 	st := j.st
@@ -51,6 +59,7 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		}
 		j.load(ctx)
 	case *jobReady:
+		st.loading = false
 		if msg.err != nil {
 			st.loadDelay = min(max(2*st.loadDelay, 100*time.Millisecond), 10*time.Second)
 			j.e.log.Error("load job", slog.String("job_id", st.start.job.ID.String()), slog.Any("error", msg.err),
@@ -60,6 +69,10 @@ func (j *jobActor) Receive(ctx actor.Context) {
 			return
 		}
 		st.ready = true
+		st.more = msg.more
+		if msg.last != uuid.Nil {
+			st.cursor = msg.last
+		}
 		j.enqueue(msg.msgs)
 		j.askAbout(msg.pending)
 		j.pump(ctx)
@@ -108,7 +121,14 @@ func (j *jobActor) pump(ctx actor.Context) {
 		return
 	}
 	window := j.e.opts.JobWindow
-	done := true
+	queued := 0
+	for n := 1; n < 4; n++ {
+		queued += len(st.queues[n])
+	}
+	if st.more && !st.loading && queued < jobPage/2 {
+		j.load(ctx) // read ahead while what is in memory drains
+	}
+	done := !st.more && !st.loading
 	for n := 1; n < 4; n++ {
 		q := st.queues[n]
 		i := 0
@@ -132,47 +152,49 @@ func (j *jobActor) pump(ctx actor.Context) {
 // reading what is still open of a job accepted earlier (after a restart).
 func (j *jobActor) load(ctx actor.Context) {
 	self, root := ctx.Self(), j.e.root
-	js := j.st.start
+	js, after := j.st.start, j.st.cursor
+	j.st.loading = true
 	j.e.goIO(5*time.Minute, func(c context.Context) {
-		msgs, pending, err := j.loadMessages(c, js)
-		root.Send(self, &jobReady{msgs: msgs, pending: pending, err: err})
+		root.Send(self, j.loadMessages(c, js, after))
 	})
 }
 
-func (j *jobActor) loadMessages(ctx context.Context, js jobStart) ([]dispatchMsg, []pendingReceipt, error) {
-	if js.job.Pending != nil {
+// loadMessages expands a job accepted in compact form (all of it: sends are at most 10,000
+// recipients), or reads the next page of a stored job's open messages.
+func (j *jobActor) loadMessages(ctx context.Context, js jobStart, after uuid.UUID) *jobReady {
+	if js.job.Pending != nil && after == uuid.Nil {
 		// Take an expansion slot before building anything: jobs queued for a slot must not
 		// each hold their 10,000 message rows in memory while they wait.
 		select {
 		case j.e.expansions <- struct{}{}:
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return &jobReady{err: ctx.Err()}
 		}
 		msgs, expanded, err := j.expand(ctx, js)
 		<-j.e.expansions
 		if err != nil || expanded {
-			return msgs, nil, err
+			return &jobReady{msgs: msgs, err: err}
 		}
 		// An earlier run expanded it and crashed: what it wrote is the truth.
 	}
-	open, err := j.e.store.OpenMessages(ctx, js.job.ID)
+	open, err := j.e.store.OpenMessages(ctx, js.job.ID, after, jobPage)
 	if err != nil {
-		return nil, nil, err
+		return &jobReady{err: err}
 	}
-	var msgs []dispatchMsg
-	var pending []pendingReceipt
+	r := &jobReady{more: len(open) == jobPage}
 	for _, m := range open {
+		r.last = m.ID
 		if m.Status == "sent" {
-			pending = append(pending, pendingReceipt{providerID: m.ProviderID, network: m.Network})
+			r.pending = append(r.pending, pendingReceipt{providerID: m.ProviderID, network: m.Network})
 			continue
 		}
 		nsn, err := persistence.ParseE164(m.Recipient)
 		if err != nil {
-			return nil, nil, err
+			return &jobReady{err: err}
 		}
-		msgs = append(msgs, dispatchMsg{id: m.ID, nsn: nsn, network: m.Network, body: m.Body})
+		r.msgs = append(r.msgs, dispatchMsg{id: m.ID, nsn: nsn, network: m.Network, body: m.Body})
 	}
-	return msgs, pending, nil
+	return r
 }
 
 // expand writes the message rows of a job accepted in compact form and returns them ready to

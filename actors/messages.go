@@ -82,9 +82,11 @@ type (
 
 // To a job.
 type (
-	jobReady struct { // its messages are in memory
+	jobReady struct { // a batch of its messages is in memory
 		msgs    []dispatchMsg
 		pending []pendingReceipt
+		last    uuid.UUID // the id to read on from (uuid.Nil: nothing was read)
+		more    bool      // the database may hold more of its open messages
 		err     error
 	}
 	// outcomesDurable: submit outcomes of this many messages per network are recorded.

@@ -23,7 +23,7 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.tenants, s.byPID = map[uuid.UUID]*actor.PID{}, map[string]uuid.UUID{}
 		e := s.e
-		if e.writer != nil {
+		if e.writers != nil {
 			// A restart: the children live on under the same PIDs; relearn the tenants.
 			e.tenants.Range(func(k, v any) bool {
 				pid := v.(*actor.PID)
@@ -33,8 +33,11 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 			})
 			return
 		}
-		wstate := &writerState{}
-		e.writer = spawnFixed(ctx, "writer", func() actor.Actor { return &writerActor{e: e, writerState: wstate} })
+		for i := range e.opts.AcceptShards {
+			wstate := &writerState{}
+			e.writers = append(e.writers, spawnFixed(ctx, fmt.Sprintf("writer-%d", i),
+				func() actor.Actor { return &writerActor{e: e, writerState: wstate} }))
+		}
 		rstate := &receiptsState{}
 		e.receipts = spawnFixed(ctx, "receipts", func() actor.Actor { return &receiptsActor{e: e, st: rstate} })
 		for _, n := range carriers.Networks() {

@@ -229,7 +229,7 @@ func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
 	t.reserved += job.CostCents
 	t.pendingUnits += job.Units
 	t.accepting++
-	ctx.Send(t.e.writer, &acceptReq{job: job, reply: reply, tenant: ctx.Self(), start: cmd.at, inline: inline, variant: vars})
+	ctx.Send(t.e.writerFor(t.id), &acceptReq{job: job, reply: reply, tenant: ctx.Self(), start: cmd.at, inline: inline, variant: vars})
 }
 
 // newMessage is the row of one recipient of a job.

@@ -9,9 +9,11 @@ import (
 	"github.com/tuma-sms/tuma/persistence"
 )
 
-// writerActor group-commits accepted sends. Requests that arrive while a commit is running
-// are taken together by the next one, so under load one transaction (one fsync) carries
-// hundreds of sends, and at low load a send commits alone without waiting.
+// writerActor group-commits the accepted sends of its share of accounts. Requests that arrive
+// while a commit is running are taken together by the next one, so under load one transaction
+// (one fsync) carries many sends, and at low load a send commits alone without waiting. Each
+// shard commits one batch at a time; shards own disjoint accounts, so they never wait on
+// each other's row locks.
 //
 // Its state lives outside the actor instance, so a restart after a panic keeps the sends it
 // holds (their callers are waiting) instead of dropping them.
@@ -55,7 +57,7 @@ func (w *writerActor) Receive(ctx actor.Context) {
 }
 
 func (w *writerActor) flush(ctx actor.Context) {
-	for w.inflight < w.e.opts.AcceptParallel && len(w.queue) > 0 {
+	for w.inflight == 0 && len(w.queue) > 0 {
 		n := min(len(w.queue), w.e.opts.AcceptBatch)
 		reqs := make([]*acceptReq, n)
 		copy(reqs, w.queue)

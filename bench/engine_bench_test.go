@@ -11,9 +11,9 @@ import (
 )
 
 // BenchmarkAccept10k measures the time to a durable 202 for 10,000-recipient sends arriving
-// every 400 ms (25,000 messages/s offered, about what the engine dispatches), so every send is
+// every 500 ms, i.e. 20,000 messages/s offered (the dispatch target), so every send is
 // accepted while the engine is busy dispatching the earlier ones. Target: p50 ≤ 20 ms, p99 ≤ 60 ms.
-func BenchmarkAccept10k(b *testing.B) { benchAccept(b, 100, 400*time.Millisecond) }
+func BenchmarkAccept10k(b *testing.B) { benchAccept(b, 100, 500*time.Millisecond) }
 
 // BenchmarkAccept10kFlood sends 200 10,000-recipient batches back to back: far more than any
 // engine can dispatch (millions of messages queue up), to show how acceptance degrades.
@@ -151,6 +151,9 @@ func benchSmallSends(b *testing.B, env map[string]string) {
 	b.ReportMetric(float64(ok.Load())/elapsed.Seconds(), "sends/s")
 	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50_ms")
 	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99_ms")
+	n.logMeans("tuma_http_request_duration_seconds", `route="/sms/send"`)
+	n.logMeans("tuma_engine_accept_duration_seconds", "")
+	n.logMeans("tuma_db_batch_duration_seconds", `op="accept"`)
 }
 
 // BenchmarkQueuedMemory accepts 1,000,000 messages while every network takes only 50

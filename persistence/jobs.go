@@ -62,11 +62,13 @@ type OpenMessage struct {
 	ProviderID string // set when sent
 }
 
-// OpenMessages returns a job's messages that are still queued or sent, in id order.
-func (s *Store) OpenMessages(ctx context.Context, jobID uuid.UUID) ([]OpenMessage, error) {
+// OpenMessages returns up to limit of a job's messages still queued or sent with ids after
+// `after` (uuid.Nil: from the start), in id order: a job is read a page at a time, so its
+// size never decides how much memory it takes.
+func (s *Store) OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit int) ([]OpenMessage, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, recipient, network, sender, body, prefixed, parts, encoding, cost_cents,
 			status, coalesce(provider_message_id, '')
-		FROM messages WHERE job_id = $1 AND status IN ('queued', 'sent') ORDER BY id`, jobID)
+		FROM messages WHERE job_id = $1 AND id > $2 AND status IN ('queued', 'sent') ORDER BY id LIMIT $3`, jobID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("open messages: %w", err)
 	}
