@@ -387,6 +387,14 @@ func (e *Engine) AccountChanged(accountID uuid.UUID) {
 	}
 }
 
+// WalletChanged hands a wallet snapshot committed outside the engine (a welcome bonus) to the
+// account's tenant actor, if it is alive; otherwise it will load it when it starts.
+func (e *Engine) WalletChanged(w persistence.WalletSnapshot) {
+	if pid, ok := e.tenants.Load(w.AccountID); ok {
+		e.root.Send(pid.(*actor.PID), &walletChanged{wallet: w})
+	}
+}
+
 // LiveStatus asks a network now about a message it accepted.
 func (e *Engine) LiveStatus(ctx context.Context, network carriers.Network, providerID string) (CarrierStatus, error) {
 	if network < carriers.Safaricom || network > carriers.Telkom {

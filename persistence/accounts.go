@@ -46,6 +46,7 @@ type NewAccount struct {
 	Country      string
 	APIKeyHash   []byte
 	APIKeyPrefix string
+	Verification *NewLink // the verification link to store and mail with the account
 }
 
 const accountColumns = `a.id, a.email, a.password_hash, a.full_name, a.company_name, a.phone, a.business_type,
@@ -84,7 +85,10 @@ func (s *Store) CreateAccount(ctx context.Context, na NewAccount) (Account, erro
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO api_keys (id, account_id, key_hash, prefix) VALUES ($1, $2, $3, $4)`,
 			NewID(), id, na.APIKeyHash, na.APIKeyPrefix)
-		return err
+		if err != nil || na.Verification == nil {
+			return err
+		}
+		return addLink(ctx, tx, id, *na.Verification)
 	})
 	if isUniqueViolation(err, "accounts_email_key") {
 		return Account{}, ErrEmailTaken

@@ -66,10 +66,16 @@ func (s *Server) register(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		return err
 	}
 	na.APIKeyHash, na.APIKeyPrefix = keyHash, prefix
+	link, err := s.newLink(na.Email, na.FullName)
+	if err != nil {
+		return err
+	}
+	na.Verification = &link
 	a, err := s.Accounts.CreateAccount(ctx, na)
 	if err != nil {
 		return err
 	}
+	s.Mail.Wake()
 	u := newUserJSON(a)
 	u.APIKey, u.APIKeyPrefix = key, prefix
 	return writeJSON(rc, http.StatusCreated, u)

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
@@ -139,4 +140,52 @@ func parsePasswordChange(body []byte) (passwordChange, error) {
 	}
 	checkPassword(&fe, "new_password", in.NewPassword)
 	return passwordChange{current: in.CurrentPassword, next: in.NewPassword}, fe.err()
+}
+
+// parseCode reads {"code": "123456"}: exactly six digits.
+func parseCode(body []byte) (string, error) {
+	var in struct {
+		Code string `json:"code"`
+	}
+	if err := decodeJSONBytes(body, &in); err != nil {
+		return "", err
+	}
+	if len(in.Code) != 6 || strings.Trim(in.Code, "0123456789") != "" {
+		return "", invalid(FieldError{Field: "code", Message: "must be the 6-digit code from the email"})
+	}
+	return in.Code, nil
+}
+
+// parseEmailBody reads {"email": "…"} and normalises the address.
+func parseEmailBody(body []byte) (string, error) {
+	var in struct {
+		Email string `json:"email"`
+	}
+	if err := decodeJSONBytes(body, &in); err != nil {
+		return "", err
+	}
+	email, ok := normalizeEmail(in.Email)
+	if !ok {
+		return "", invalid(FieldError{Field: "email", Message: "must be a valid email address"})
+	}
+	return email, nil
+}
+
+type reset struct{ token, password string }
+
+// parseReset reads {"token": "…", "new_password": "…"}, applying the password policy.
+func parseReset(body []byte) (reset, error) {
+	var in struct {
+		Token       string `json:"token"`
+		NewPassword string `json:"new_password"`
+	}
+	if err := decodeJSONBytes(body, &in); err != nil {
+		return reset{}, err
+	}
+	var fe fieldErrors
+	if in.Token == "" {
+		fe.add("token", "is required")
+	}
+	checkPassword(&fe, "new_password", in.NewPassword)
+	return reset{token: in.Token, password: in.NewPassword}, fe.err()
 }

@@ -68,6 +68,8 @@ func FuzzParseAccountBodies(f *testing.F) {
 		`{"email":"a@b.co","password":"x"}`, `{"refresh_token":"rt_abc"}`,
 		`{"full_name":"Jane","phone":null}`, `{"email":"x@y.z"}`, `{"current_password":"a","new_password":"Secret123"}`,
 		`{"phone":"07"}`, `null`, `"str"`, `{"company_name":""}`,
+		`{"code":"123456"}`, `{"code":"12345a"}`, `{"code":123456}`, `{"token":"pr_x","new_password":"Secret123"}`,
+		`{"email":" A@B.CO "}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -87,6 +89,25 @@ func FuzzParseAccountBodies(f *testing.F) {
 			checkInputError(t, body, err)
 		} else if u.CompanyName != nil && *u.CompanyName == "" {
 			t.Fatal("profile accepted an empty company_name")
+		}
+		if code, err := parseCode(body); err != nil {
+			checkInputError(t, body, err)
+		} else if len(code) != 6 || strings.Trim(code, "0123456789") != "" {
+			t.Fatalf("accepted code %q", code)
+		}
+		if email, err := parseEmailBody(body); err != nil {
+			checkInputError(t, body, err)
+		} else if email != strings.ToLower(email) || !strings.Contains(email, "@") {
+			t.Fatalf("accepted email %q", email)
+		}
+		if r, err := parseReset(body); err != nil {
+			checkInputError(t, body, err)
+		} else {
+			var fe fieldErrors
+			checkPassword(&fe, "new_password", r.password)
+			if len(fe) != 0 || r.token == "" {
+				t.Fatalf("reset accepted: %+v", r)
+			}
 		}
 		if pc, err := parsePasswordChange(body); err != nil {
 			checkInputError(t, body, err)

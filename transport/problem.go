@@ -60,6 +60,7 @@ func newProblem(status int, code, detail string) *Problem {
 // Constructors for the problems handlers raise themselves.
 func badRequest(code, detail string) error { return newProblem(http.StatusBadRequest, code, detail) }
 func notFound(detail string) error         { return newProblem(http.StatusNotFound, "not_found", detail) }
+func conflict(code, detail string) error   { return newProblem(http.StatusConflict, code, detail) }
 func unauthorized(code, detail string) error {
 	return newProblem(http.StatusUnauthorized, code, detail)
 }

@@ -15,6 +15,14 @@ func (s *Server) registerRoutes() {
 	s.handle("PATCH", "/auth/profile", authed, s.updateProfile)
 	s.handle("PATCH", "/auth/change-password", authed, s.changePassword)
 	s.handle("POST", "/auth/rotate-api-key", authed, s.rotateAPIKey)
+	s.handle("GET", "/auth/verify-email", public, s.verifyEmail)
+	s.handle("POST", "/auth/send-verification-code", authed, s.sendVerificationCode)
+	s.handle("POST", "/auth/verify-code", authed, s.verifyCode)
+	s.handle("POST", "/auth/resend-verification", public, s.resendVerification)
+	s.handle("GET", "/auth/pending-email", authed, s.pendingEmail)
+	s.handle("PATCH", "/auth/pending-email", authed, s.changePendingEmail)
+	s.handle("POST", "/auth/forgot-password", public, s.forgotPassword)
+	s.handle("POST", "/auth/reset-password", public, s.resetPassword)
 
 	// SMS.
 	s.handle("POST", "/sms/send", authed, s.send)

@@ -25,6 +25,7 @@ import (
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/redis"
 	"github.com/tuma-sms/tuma/transport/auth"
+	"github.com/tuma-sms/tuma/transport/mail"
 )
 
 // Options configures the front door.
@@ -40,6 +41,9 @@ type Options struct {
 	LoginRatePerIP    redis.Rate    // login attempts per client IP
 	RefreshTokenTTL   time.Duration
 	AdminToken        string // empty: the admin API answers 404
+	CodeSecret        []byte // keys the hashes of verification codes
+	EmailRatePerAddr  redis.Rate
+	EmailRatePerIP    redis.Rate
 }
 
 // Accounts is what the account endpoints need from the store.
@@ -79,6 +83,7 @@ type Dispatcher interface {
 	Credit(ctx context.Context, accountID uuid.UUID, cents int64, txType, reference, description string) (persistence.WalletSnapshot, error)
 	SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error
 	AccountChanged(accountID uuid.UUID)
+	WalletChanged(w persistence.WalletSnapshot)
 	LiveStatus(ctx context.Context, network carriers.Network, providerID string) (actors.CarrierStatus, error)
 	Sync(ctx context.Context, network carriers.Network, providerID string, st actors.CarrierStatus) error
 }
@@ -124,6 +129,9 @@ type Deps struct {
 	Plan        *carriers.Plan // Kenyan numbering plan, for phone fields
 	Engine      Dispatcher
 	Queries     Queries
+	Verify      Verification
+	Mail        Mailer
+	Messages    mail.Messages
 	Now         func() time.Time
 }
 

@@ -43,12 +43,16 @@ func NewAPIKey() (key, prefix string, hash []byte, err error) {
 }
 
 // NewRefreshToken returns an opaque single-use refresh token and the hash to store.
-func NewRefreshToken() (token string, hash []byte, err error) {
+func NewRefreshToken() (token string, hash []byte, err error) { return NewToken("rt_") }
+
+// NewToken returns an opaque token of 256 random bits (for links and refresh tokens) with a
+// prefix saying what it is for, and the hash to store.
+func NewToken(prefix string) (token string, hash []byte, err error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		return "", nil, fmt.Errorf("generate refresh token: %w", err)
+		return "", nil, fmt.Errorf("generate token: %w", err)
 	}
-	token = "rt_" + base64.RawURLEncoding.EncodeToString(b)
+	token = prefix + base64.RawURLEncoding.EncodeToString(b)
 	return token, HashSecret(token), nil
 }
 

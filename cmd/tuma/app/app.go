@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,7 @@ import (
 	"github.com/tuma-sms/tuma/persistence/redis"
 	"github.com/tuma-sms/tuma/transport"
 	"github.com/tuma-sms/tuma/transport/auth"
+	"github.com/tuma-sms/tuma/transport/mail"
 )
 
 // NewLogger builds the process logger the configuration asks for.
@@ -40,14 +43,25 @@ type App struct {
 	registry *prometheus.Registry
 	sims     *simlink.Set
 	engine   *actors.Engine
+	outbox   *mail.Outbox
 	http     *transport.Server
 	ln       net.Listener
+	now      func() time.Time
 }
+
+// Option adjusts how a node is built (tests).
+type Option func(*App)
+
+// WithClock makes the node read time from now (expiry of codes and tokens).
+func WithClock(now func() time.Time) Option { return func(a *App) { a.now = now } }
 
 // New connects the stores (creating and migrating the database as configured), builds every
 // component and opens the listener. Nothing serves until Run.
-func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
-	a := &App{cfg: cfg, log: log, registry: prometheus.NewRegistry()}
+func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*App, error) {
+	a := &App{cfg: cfg, log: log, registry: prometheus.NewRegistry(), now: time.Now}
+	for _, o := range opts {
+		o(a)
+	}
 	if err := a.build(ctx); err != nil {
 		a.closeStores()
 		return nil, err
@@ -90,11 +104,19 @@ func (a *App) build(ctx context.Context) (err error) {
 		return err
 	}
 
+	sender, err := mail.NewSender(cfg.SMTPURL, cfg.MailFrom, log)
+	if err != nil {
+		return err
+	}
+	a.outbox = mail.NewOutbox(a.store, sender, mail.OutboxOptions{
+		Poll: min(max(cfg.MailRetryMin, 100*time.Millisecond), 5*time.Second), RetryMin: cfg.MailRetryMin, RetryMax: cfg.MailRetryMax,
+	}, log)
+
 	passwords, err := auth.NewPasswords(cfg.BcryptCost)
 	if err != nil {
 		return err
 	}
-	tokens := auth.NewTokens([]byte(cfg.JWTSecret), time.Now)
+	tokens := auth.NewTokens([]byte(cfg.JWTSecret), a.now)
 	principals := redis.NewPrincipals(a.redis, 5*time.Minute)
 	loginPerSecond := float64(cfg.LoginPerMinute) / 60
 	a.http, err = transport.New(transport.Options{
@@ -109,6 +131,9 @@ func (a *App) build(ctx context.Context) (err error) {
 		LoginRatePerIP:    redis.Rate{PerSecond: loginPerSecond * 10, Burst: cfg.LoginPerMinute * 10},
 		RefreshTokenTTL:   cfg.RefreshTokenTTL,
 		AdminToken:        cfg.AdminToken,
+		CodeSecret:        derive(cfg.JWTSecret, "verification codes"),
+		EmailRatePerAddr:  redis.Rate{PerSecond: float64(cfg.EmailsPerHour) / 3600, Burst: cfg.EmailsPerHour},
+		EmailRatePerIP:    redis.Rate{PerSecond: float64(20*cfg.EmailsPerHour) / 3600, Burst: 20 * cfg.EmailsPerHour},
 	}, transport.Deps{
 		Log:         log,
 		Registerer:  a.registry,
@@ -123,6 +148,10 @@ func (a *App) build(ctx context.Context) (err error) {
 		Plan:        carriers.DefaultPlan(),
 		Engine:      a.engine,
 		Queries:     a.store,
+		Verify:      a.store,
+		Mail:        a.outbox,
+		Messages:    mail.Messages{Product: "Tuma", PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
+		Now:         a.now,
 		Checks: []transport.Check{
 			{Name: "postgres", Critical: true, Probe: a.store.Ping},
 			{Name: "redis", Critical: false, Probe: a.redis.Ping},
@@ -177,6 +206,12 @@ func (a *App) Addr() string { return a.ln.Addr().String() }
 func (a *App) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.http.Serve(a.ln) }()
+	mailCtx, stopMail := context.WithCancel(context.Background())
+	mailDone := make(chan struct{})
+	go func() {
+		defer close(mailDone)
+		a.outbox.Run(mailCtx)
+	}()
 	a.log.Info("tuma is serving",
 		slog.String("api", a.cfg.PublicURL),
 		slog.String("docs", a.cfg.PublicURL+"/docs"),
@@ -198,6 +233,8 @@ func (a *App) Run(ctx context.Context) error {
 	if serr := a.engine.Stop(sctx); serr != nil {
 		err = errors.Join(err, fmt.Errorf("engine: %w", serr))
 	}
+	stopMail() // queued mail waits in the outbox for the next start
+	<-mailDone
 	a.closeStores()
 	a.log.Info("stopped")
 	return err
@@ -216,6 +253,14 @@ func (a *App) closeStores() {
 	if a.store != nil {
 		a.store.Close()
 	}
+}
+
+// derive makes a purpose-specific key from a secret, so one secret can key several uses
+// without one revealing another.
+func derive(secret, purpose string) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }
 
 // Migrate applies pending migrations and reports the versions (for `tuma migrate`).

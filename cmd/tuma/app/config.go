@@ -62,6 +62,10 @@ type Config struct {
 	LinkWindow      int
 	ReceiptTimeout  time.Duration
 
+	EmailsPerHour int
+	MailRetryMin  time.Duration
+	MailRetryMax  time.Duration
+
 	// JWTSecretGenerated is set when no secret was configured and a random one was made.
 	JWTSecretGenerated bool
 }
@@ -166,6 +170,15 @@ func options() []option {
 		{"TUMA_MAIL_FROM", "Tuma <no-reply@localhost>", "sender of outgoing mail", false,
 			func(c *Config, v string) error { c.MailFrom = v; return nonEmpty(v) },
 			func(c *Config) string { return c.MailFrom }},
+		{"TUMA_EMAILS_PER_HOUR", "5", "verification and reset emails one address may receive per hour (a client IP may ask for twenty times this)", false,
+			func(c *Config, v string) error { return intIn(&c.EmailsPerHour, v, 1, 10_000) },
+			func(c *Config) string { return strconv.Itoa(c.EmailsPerHour) }},
+		{"TUMA_MAIL_RETRY_MIN", "5s", "first retry delay of an undelivered email (doubles per attempt)", false,
+			func(c *Config, v string) error { return duration(&c.MailRetryMin, v) },
+			func(c *Config) string { return c.MailRetryMin.String() }},
+		{"TUMA_MAIL_RETRY_MAX", "10m", "longest retry delay of an undelivered email", false,
+			func(c *Config, v string) error { return duration(&c.MailRetryMax, v) },
+			func(c *Config) string { return c.MailRetryMax.String() }},
 		{"TUMA_PAYMENT_PROVIDER", "sandbox", "sandbox (built-in checkout) or paystack", false,
 			func(c *Config, v string) error { return oneOf(&c.PaymentProvider, v, "sandbox", "paystack") },
 			func(c *Config) string { return c.PaymentProvider }},

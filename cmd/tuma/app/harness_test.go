@@ -28,7 +28,7 @@ type node struct {
 }
 
 // startNode runs the real application. env overrides the test defaults.
-func startNode(t *testing.T, env map[string]string) *node {
+func startNode(t *testing.T, env map[string]string, opts ...app.Option) *node {
 	t.Helper()
 	vars := map[string]string{
 		"TUMA_HTTP_ADDR":        "127.0.0.1:0",
@@ -54,7 +54,7 @@ func startNode(t *testing.T, env map[string]string) *node {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := app.New(context.Background(), cfg, log)
+	a, err := app.New(context.Background(), cfg, log, opts...)
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}

@@ -1,0 +1,75 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Email is a message for the outbox.
+type Email struct {
+	ID       uuid.UUID
+	To       string
+	Subject  string
+	Text     string
+	HTML     string
+	Purpose  string // verification, verification_code, password_reset, …
+	Attempts int
+}
+
+// queueEmail adds an email to the outbox inside a transaction, so the mail exists exactly when
+// what it announces (a token, a code) does.
+func queueEmail(ctx context.Context, tx pgx.Tx, e Email) error {
+	_, err := tx.Exec(ctx, `INSERT INTO email_outbox (id, to_address, subject, text_body, html_body, purpose)
+		VALUES ($1, $2, $3, $4, $5, $6)`, NewID(), e.To, e.Subject, e.Text, e.HTML, e.Purpose)
+	if err != nil {
+		return fmt.Errorf("queue email: %w", err)
+	}
+	return nil
+}
+
+// ClaimEmails takes up to limit due emails and leases them for `lease`: another worker (on
+// this node or another) will not take them until the lease ends, and if this one dies they
+// come back by themselves. Times are the database's, so nodes' clocks need not agree.
+func (s *Store) ClaimEmails(ctx context.Context, lease time.Duration, limit int) ([]Email, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE email_outbox o SET next_attempt_at = now() + $1::interval
+		FROM (SELECT id FROM email_outbox WHERE sent_at IS NULL AND next_attempt_at <= now()
+			ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED) due
+		WHERE o.id = due.id
+		RETURNING o.id, o.to_address, o.subject, o.text_body, o.html_body, o.purpose, o.attempts`, lease, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim emails: %w", err)
+	}
+	defer rows.Close()
+	var out []Email
+	for rows.Next() {
+		var e Email
+		if err := rows.Scan(&e.ID, &e.To, &e.Subject, &e.Text, &e.HTML, &e.Purpose, &e.Attempts); err != nil {
+			return nil, fmt.Errorf("claim emails: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// EmailSent records a delivered email.
+func (s *Store) EmailSent(ctx context.Context, id uuid.UUID) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE email_outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = $1`,
+		id); err != nil {
+		return fmt.Errorf("mark email sent: %w", err)
+	}
+	return nil
+}
+
+// EmailFailed records a failed attempt and tries again after `after`.
+func (s *Store) EmailFailed(ctx context.Context, id uuid.UUID, cause string, after time.Duration) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE email_outbox SET attempts = attempts + 1, last_error = $2, next_attempt_at = now() + $3::interval
+		WHERE id = $1`, id, cause, after); err != nil {
+		return fmt.Errorf("mark email failed: %w", err)
+	}
+	return nil
+}
