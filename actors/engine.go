@@ -32,6 +32,9 @@ type Store interface {
 	OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit int) ([]persistence.OpenMessage, error)
 	StaleSent(ctx context.Context, before time.Time, limit int) ([]persistence.StaleMessage, error)
 	Credit(ctx context.Context, accountID uuid.UUID, cents int64, txType, reference, description string) (persistence.WalletSnapshot, error)
+	ConfirmPayment(ctx context.Context, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error)
+	LowBalanceAlert(ctx context.Context, accountID uuid.UUID, thresholdCents int64, n persistence.NewNotification) (bool, error)
+	LowBalanceRecovered(ctx context.Context, accountID uuid.UUID, thresholdCents int64) error
 	SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error
 	AddNotification(ctx context.Context, accountID uuid.UUID, n persistence.NewNotification) error
 }
@@ -60,6 +63,7 @@ type Options struct {
 	ReceiptTimeout    time.Duration // a sent message without a receipt after this is asked about (10m)
 	ReconcileInterval time.Duration // how often the reconciler looks (1m)
 	CommandTimeout    time.Duration // how long Engine methods wait for the engine (15s)
+	LowBalanceCents   int64         // a send leaving less than this raises low_balance (0: never)
 	Links             map[carriers.Network]LinkOptions
 }
 
@@ -371,6 +375,23 @@ func (e *Engine) Credit(ctx context.Context, accountID uuid.UUID, cents int64, t
 		return persistence.WalletSnapshot{}, err
 	}
 	return *res.(*persistence.WalletSnapshot), nil
+}
+
+// ConfirmPayment applies a payment the provider has confirmed, through the account's tenant
+// actor so its view of the balance stays exact. Applying is idempotent: the store moves a
+// payment to paid once, and only that confirmation credits (Applied).
+func (e *Engine) ConfirmPayment(ctx context.Context, accountID uuid.UUID, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error) {
+	if !e.accepting.Load() {
+		return persistence.ConfirmedPayment{}, ErrStopping
+	}
+	if c.Notice == nil {
+		c.Notice = topupNotice
+	}
+	res, err := e.tenantRequest(ctx, accountID, &paymentCmd{c: c})
+	if err != nil {
+		return persistence.ConfirmedPayment{}, err
+	}
+	return *res.(*persistence.ConfirmedPayment), nil
 }
 
 // SetPricing pins (or unpins, tier nil) an account's tier and sets it internal or not.

@@ -45,6 +45,15 @@ type (
 		err   error
 		reply *actor.PID
 	}
+	// paymentCmd applies a payment the provider confirmed (a top-up credits the wallet).
+	paymentCmd struct {
+		c persistence.PaymentConfirmation
+	}
+	paymentDone struct {
+		res   persistence.ConfirmedPayment
+		err   error
+		reply *actor.PID
+	}
 	reloadTenant struct{}
 	tenantLoaded struct {
 		state persistence.TenantState

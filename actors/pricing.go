@@ -3,6 +3,8 @@ package actors
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tuma-sms/tuma/persistence"
 )
 
 // Tier is a volume pricing tier. Prices are integer cents per SMS part.
@@ -101,3 +103,22 @@ func thousands(n int64) string {
 	}
 	return b.String()
 }
+
+// topupNotice is the topup_success notification of a credited top-up.
+func topupNotice(amountCents, balanceCents int64) persistence.NewNotification {
+	return persistence.NewNotification{Type: "topup_success",
+		Title: fmt.Sprintf("Top-up received: KES %s", moneyString(amountCents)),
+		Message: fmt.Sprintf("KES %s was added to your wallet. Your balance is now KES %s.",
+			moneyString(amountCents), moneyString(balanceCents))}
+}
+
+// lowBalanceNotice is the low_balance notification.
+func lowBalanceNotice(balanceCents, thresholdCents int64) persistence.NewNotification {
+	return persistence.NewNotification{Type: "low_balance",
+		Title: fmt.Sprintf("Low balance: KES %s left", moneyString(balanceCents)),
+		Message: fmt.Sprintf("Your wallet balance is KES %s, below KES %s. Top up to keep your messages going out.",
+			moneyString(balanceCents), moneyString(thresholdCents))}
+}
+
+// moneyString renders cents as KES with thousands separators: 150000 → "1,500.00".
+func moneyString(c int64) string { return thousands(c/100) + fmt.Sprintf(".%02d", c%100) }

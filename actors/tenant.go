@@ -26,6 +26,8 @@ type tenantActor struct {
 	wallet  persistence.WalletSnapshot
 	tier    *string
 	intern  bool
+	// lowAlerted: the account was told its balance is low and has not recovered since.
+	lowAlerted bool
 
 	reserved     int64 // cents of sends waiting for their commit
 	lifetime     int64 // committed lifetime SMS units
@@ -59,7 +61,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		t.load(ctx)
 	case *tenantLoaded:
 		t.loadedState(ctx, msg)
-	case *sendCmd, *creditCmd, *pricingCmd:
+	case *sendCmd, *creditCmd, *pricingCmd, *paymentCmd:
 		if !t.loaded {
 			t.stash = append(t.stash, stashed{msg: msg, reply: ctx.Sender()})
 			return
@@ -73,9 +75,22 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 			return
 		}
 		t.adopt(msg.wallet)
+		t.rearmLowBalance()
 		t.e.m.credited.Add(float64(msg.cents))
 		w := msg.wallet
 		ctx.Send(msg.reply, &w)
+	case *paymentDone:
+		if msg.err != nil {
+			ctx.Send(msg.reply, msg.err)
+			return
+		}
+		if msg.res.Wallet != nil {
+			t.adopt(*msg.res.Wallet)
+			t.rearmLowBalance()
+			t.e.m.credited.Add(float64(msg.res.Payment.AmountCents))
+		}
+		res := msg.res
+		ctx.Send(msg.reply, &res)
 	case *pricingDone:
 		if msg.err == nil {
 			t.tier, t.intern = msg.cmd.tier, msg.cmd.internal
@@ -83,6 +98,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		ctx.Send(msg.reply, errOrOK(msg.err))
 	case *walletChanged:
 		t.adopt(msg.wallet)
+		t.rearmLowBalance()
 	case *resumeJob:
 		j := msg.job.NewJob
 		t.waiting = append(t.waiting, jobStart{job: j, variants: variantsOf(j), resumed: true})
@@ -125,6 +141,7 @@ func (t *tenantActor) loadedState(ctx actor.Context, msg *tenantLoaded) {
 	st := msg.state
 	t.company, t.sender, t.tier, t.intern = st.CompanyName, st.DefaultSender, st.PricingTier, st.Internal
 	t.lifetime = max(t.lifetime, st.LifetimeSMS)
+	t.lowAlerted = st.LowBalanceAlerted
 	t.adopt(st.Wallet)
 	t.loaded = true
 	stash := t.stash
@@ -150,6 +167,12 @@ func (t *tenantActor) command(ctx actor.Context, msg any, reply *actor.PID) {
 		t.e.goIO(10*time.Second, func(c context.Context) {
 			w, err := t.e.store.Credit(c, t.id, m.cents, m.txType, m.reference, m.description)
 			root.Send(self, &creditDone{wallet: w, err: err, reply: reply, cents: m.cents})
+		})
+	case *paymentCmd:
+		self, root := ctx.Self(), t.e.root
+		t.e.goIO(10*time.Second, func(c context.Context) {
+			res, err := t.e.store.ConfirmPayment(c, m.c)
+			root.Send(self, &paymentDone{res: res, err: err, reply: reply})
 		})
 	case *pricingCmd:
 		self, root := ctx.Self(), t.e.root
@@ -271,6 +294,7 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 	t.adopt(d.result.Wallet)
 	t.lifetime += req.job.Units
 	ctx.Send(req.reply, &SendResult{JobID: req.job.ID, Recipients: req.job.Recipients, CostCents: req.job.CostCents})
+	t.alertLowBalance()
 
 	m := t.e.m
 	m.acceptLatency.Observe(time.Since(req.start).Seconds())
@@ -321,4 +345,36 @@ func errOrOK(err error) any {
 		return err
 	}
 	return &struct{}{}
+}
+
+// alertLowBalance raises low_balance when a send has left the balance under the threshold,
+// once until the balance recovers; the store's flag keeps it once across restarts and nodes.
+func (t *tenantActor) alertLowBalance() {
+	limit := t.e.opts.LowBalanceCents
+	if limit <= 0 || t.lowAlerted || t.wallet.BalanceCents >= limit {
+		return
+	}
+	t.lowAlerted = true
+	id, balance := t.id, t.wallet.BalanceCents
+	t.e.goIO(10*time.Second, func(c context.Context) {
+		if _, err := t.e.store.LowBalanceAlert(c, id, limit, lowBalanceNotice(balance, limit)); err != nil {
+			t.e.log.Error("low balance notification", slog.String("account_id", id.String()), slog.Any("error", err))
+		}
+	})
+}
+
+// rearmLowBalance lets the next crossing notify again once a credit has lifted the balance to
+// the threshold.
+func (t *tenantActor) rearmLowBalance() {
+	limit := t.e.opts.LowBalanceCents
+	if !t.lowAlerted || t.wallet.BalanceCents < limit {
+		return
+	}
+	t.lowAlerted = false
+	id := t.id
+	t.e.goIO(10*time.Second, func(c context.Context) {
+		if err := t.e.store.LowBalanceRecovered(c, id, limit); err != nil {
+			t.e.log.Error("re-arm low balance notification", slog.String("account_id", id.String()), slog.Any("error", err))
+		}
+	})
 }

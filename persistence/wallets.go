@@ -30,6 +30,8 @@ type TenantState struct {
 	PricingTier   *string // operator override
 	Internal      bool
 	DefaultSender *Sender
+	// LowBalanceAlerted: the account was told its balance is low and has not recovered since.
+	LowBalanceAlerted bool
 }
 
 // TenantState loads an account's wallet, pricing and default sender.
@@ -41,11 +43,11 @@ func (s *Store) TenantState(ctx context.Context, id uuid.UUID) (TenantState, err
 	)
 	err := s.pool.QueryRow(ctx, `
 		SELECT a.company_name, w.balance_cents, w.version, w.lifetime_sms, w.pricing_tier, w.is_internal,
-			d.id, d.name, d.network
+			w.low_balance_alerted, d.id, d.name, d.network
 		FROM accounts a JOIN wallets w ON w.account_id = a.id
 		LEFT JOIN sender_ids d ON d.account_id = a.id AND d.is_default AND d.status = 'approved' AND d.is_active
 		WHERE a.id = $1`, id).Scan(&st.CompanyName, &st.Wallet.BalanceCents, &st.Wallet.Version, &st.LifetimeSMS,
-		&st.PricingTier, &st.Internal, &sid, &sname, &snetwork)
+		&st.PricingTier, &st.Internal, &st.LowBalanceAlerted, &sid, &sname, &snetwork)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TenantState{}, ErrNotFound
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/auth"
+	"github.com/tuma-sms/tuma/transport/payments"
 )
 
 // FieldError names one invalid input field.
@@ -93,6 +94,11 @@ func problemFor(err error) *Problem {
 		return newProblem(http.StatusPaymentRequired, "insufficient_balance", ib.Error())
 	case errors.Is(err, persistence.ErrInsufficientBalance):
 		return newProblem(http.StatusPaymentRequired, "insufficient_balance", "the balance cannot cover this send")
+	case errors.Is(err, payments.ErrUnavailable):
+		p := newProblem(http.StatusServiceUnavailable, "payment_provider_unavailable",
+			"the payment provider cannot be reached; nothing was charged, try again shortly")
+		p.RetryAfter = 30
+		return p
 	case errors.Is(err, actors.ErrStopping), errors.Is(err, actors.ErrBusy):
 		p := newProblem(http.StatusServiceUnavailable, "unavailable", "the service is busy or restarting; retry shortly")
 		p.RetryAfter = 2

@@ -35,6 +35,9 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/wallet", authed, s.wallet)
 	s.handle("GET", "/wallet/transactions", authed, s.transactions)
 	s.handle("GET", "/wallet/pricing", authed, s.pricing)
+	s.handle("POST", "/wallet/topup", authed, s.topup)
+	s.handle("GET", "/wallet/callback", public, s.walletCallback)
+	s.handle("POST", "/payments/webhook", public, s.paymentWebhook)
 	s.handle("GET", "/pricing/my", authed, s.pricing)
 
 	// Notifications.
@@ -42,6 +45,12 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/notifications/unread-count", authed, s.unreadCount)
 	s.handle("PATCH", "/notifications/read-all", authed, s.markAllRead)
 	s.handle("PATCH", "/notifications/{id}/read", authed, s.markRead)
+
+	// The sandbox payment provider (development; 404 unless TUMA_PAYMENT_PROVIDER=sandbox).
+	s.handle("GET", "/checkout/{access_code}", public, s.checkoutPage)
+	s.handle("POST", "/checkout/{access_code}", public, s.checkoutAction)
+	s.handle("POST", "/sandbox/paystack/transaction/initialize", public, s.sandboxAPI(s.sandboxInitialize))
+	s.handle("GET", "/sandbox/paystack/transaction/verify/{reference}", public, s.sandboxAPI(s.sandboxVerify))
 
 	// Operators.
 	s.handle("POST", "/admin/accounts/{id}/suspend", admin, s.setAccountStatus(persistence.StatusSuspended))

@@ -26,6 +26,7 @@ import (
 	"github.com/tuma-sms/tuma/persistence/redis"
 	"github.com/tuma-sms/tuma/transport/auth"
 	"github.com/tuma-sms/tuma/transport/mail"
+	"github.com/tuma-sms/tuma/transport/payments"
 )
 
 // Options configures the front door.
@@ -133,6 +134,12 @@ type Deps struct {
 	Mail        Mailer
 	Messages    mail.Messages
 	Now         func() time.Time
+
+	Provider       PaymentProvider  // starts checkouts (Paystack, or the sandbox through the same client)
+	Confirmer      PaymentConfirmer // settles payments on the provider's word
+	PaymentStore   Payments
+	WebhookSchemes payments.Schemes // signature schemes a payment webhook may use
+	Sandbox        *Sandbox         // the built-in sandbox provider; nil when another is used
 }
 
 // Server is the HTTP front door.

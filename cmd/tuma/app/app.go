@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,7 @@ import (
 	"github.com/tuma-sms/tuma/transport"
 	"github.com/tuma-sms/tuma/transport/auth"
 	"github.com/tuma-sms/tuma/transport/mail"
+	"github.com/tuma-sms/tuma/transport/payments"
 )
 
 // NewLogger builds the process logger the configuration asks for.
@@ -44,6 +46,8 @@ type App struct {
 	sims     *simlink.Set
 	engine   *actors.Engine
 	outbox   *mail.Outbox
+	confirm  *payments.Confirmer
+	hooks    *payments.SandboxHooks // nil unless the sandbox provider is on
 	http     *transport.Server
 	ln       net.Listener
 	now      func() time.Time
@@ -63,6 +67,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		o(a)
 	}
 	if err := a.build(ctx); err != nil {
+		if a.engine != nil {
+			a.engine.Kill() // failed to finish starting: nothing was acknowledged yet
+		}
+		if a.ln != nil {
+			a.ln.Close()
+		}
 		a.closeStores()
 		return nil, err
 	}
@@ -100,6 +110,13 @@ func (a *App) build(ctx context.Context) (err error) {
 		log.Warn("redis is not reachable; serving with in-process fallbacks until it is", slog.String("url", redact("TUMA_REDIS_URL", cfg.RedisURL)))
 	}
 
+	a.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (TUMA_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	a.cfg.resolveListener(a.ln.Addr().String())
+	cfg = a.cfg
+
 	if err := a.startEngine(ctx); err != nil {
 		return err
 	}
@@ -111,6 +128,8 @@ func (a *App) build(ctx context.Context) (err error) {
 	a.outbox = mail.NewOutbox(a.store, sender, mail.OutboxOptions{
 		Poll: min(max(cfg.MailRetryMin, 100*time.Millisecond), 5*time.Second), RetryMin: cfg.MailRetryMin, RetryMax: cfg.MailRetryMax,
 	}, log)
+
+	provider, sandbox := a.buildPayments()
 
 	passwords, err := auth.NewPasswords(cfg.BcryptCost)
 	if err != nil {
@@ -152,19 +171,35 @@ func (a *App) build(ctx context.Context) (err error) {
 		Mail:        a.outbox,
 		Messages:    mail.Messages{Product: "Tuma", PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
 		Now:         a.now,
+
+		Provider:       provider,
+		Confirmer:      a.confirm,
+		PaymentStore:   a.store,
+		WebhookSchemes: payments.Schemes{payments.PaystackHMAC{Secret: []byte(cfg.PaymentSecretKey)}},
+		Sandbox:        sandbox,
 		Checks: []transport.Check{
 			{Name: "postgres", Critical: true, Probe: a.store.Ping},
 			{Name: "redis", Critical: false, Probe: a.redis.Ping},
 		},
 	})
-	if err != nil {
-		return err
+	return err
+}
+
+// buildPayments makes the payment provider: Paystack, or the sandbox, which this node serves
+// itself in Paystack's wire format and reaches through the same client over loopback.
+func (a *App) buildPayments() (transport.PaymentProvider, *transport.Sandbox) {
+	cfg := a.cfg
+	secret := cfg.PaymentSecretKey
+	if cfg.PaymentProvider != "sandbox" {
+		p := payments.NewPaystack("paystack", cfg.PaystackBaseURL, secret, nil)
+		a.confirm = payments.NewConfirmer(p, a.store, a.engine, a.log, a.now)
+		return p, nil
 	}
-	a.ln, err = net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s (TUMA_HTTP_ADDR): %w", cfg.HTTPAddr, err)
-	}
-	return nil
+	self := "http://" + listenURLHost(a.ln.Addr().String())
+	p := payments.NewPaystack("sandbox", self+"/sandbox/paystack", secret, nil)
+	a.confirm = payments.NewConfirmer(p, a.store, a.engine, a.log, a.now)
+	a.hooks = payments.NewSandboxHooks(a.store, self+"/payments/webhook", []byte(secret), cfg.MailRetryMin, a.log)
+	return p, &transport.Sandbox{Store: a.store, Hooks: a.hooks, Secret: secret}
 }
 
 // startEngine starts the simulated networks and the dispatch engine, which resumes any
@@ -187,9 +222,10 @@ func (a *App) startEngine(ctx context.Context) error {
 		return err
 	}
 	a.engine, err = actors.Start(ctx, actors.Options{
-		SharedSender:   cfg.SharedSenderID,
-		ReceiptTimeout: cfg.ReceiptTimeout,
-		Links:          links,
+		SharedSender:    cfg.SharedSenderID,
+		ReceiptTimeout:  cfg.ReceiptTimeout,
+		LowBalanceCents: cfg.LowBalanceCents,
+		Links:           links,
 	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: a.sims.Carriers()})
 	if err != nil {
 		return fmt.Errorf("start engine: %w", err)
@@ -206,12 +242,15 @@ func (a *App) Addr() string { return a.ln.Addr().String() }
 func (a *App) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.http.Serve(a.ln) }()
-	mailCtx, stopMail := context.WithCancel(context.Background())
-	mailDone := make(chan struct{})
-	go func() {
-		defer close(mailDone)
-		a.outbox.Run(mailCtx)
-	}()
+	// Background workers: mail, payment reconciliation and the sandbox's webhooks. They stop
+	// after the engine, so nothing they hand it is refused.
+	workCtx, stopWork := context.WithCancel(context.Background())
+	var work sync.WaitGroup
+	work.Go(func() { a.outbox.Run(workCtx) })
+	work.Go(func() { a.confirm.Reconcile(workCtx, payments.ReconcileOptions{}) })
+	if a.hooks != nil {
+		work.Go(func() { a.hooks.Run(workCtx) })
+	}
 	a.log.Info("tuma is serving",
 		slog.String("api", a.cfg.PublicURL),
 		slog.String("docs", a.cfg.PublicURL+"/docs"),
@@ -233,17 +272,14 @@ func (a *App) Run(ctx context.Context) error {
 	if serr := a.engine.Stop(sctx); serr != nil {
 		err = errors.Join(err, fmt.Errorf("engine: %w", serr))
 	}
-	stopMail() // queued mail waits in the outbox for the next start
-	<-mailDone
+	stopWork() // queued mail and owed webhooks wait in the database for the next start
+	work.Wait()
 	a.closeStores()
 	a.log.Info("stopped")
 	return err
 }
 
 func (a *App) closeStores() {
-	if a.engine != nil && a.ln == nil {
-		a.engine.Kill() // failed to finish starting: nothing was acknowledged yet
-	}
 	if a.sims != nil {
 		a.sims.Close()
 	}

@@ -66,6 +66,12 @@ type Config struct {
 	MailRetryMin  time.Duration
 	MailRetryMax  time.Duration
 
+	LowBalanceCents int64 // a send leaving less raises a low_balance notification (0: never)
+
+	// publicDerived and dashboardDerived: the URLs were not configured and follow the address
+	// the node listens on (see resolveListener).
+	publicDerived, dashboardDerived bool
+
 	// JWTSecretGenerated is set when no secret was configured and a random one was made.
 	JWTSecretGenerated bool
 }
@@ -96,8 +102,13 @@ func options() []option {
 				return nil
 			},
 			func(c *Config) string { return c.HTTPAddr }},
-		{"TUMA_PUBLIC_URL", "http://127.0.0.1:8080", "base URL clients reach the API at (links, checkout pages)", false,
-			func(c *Config, v string) error { return httpURL(&c.PublicURL, v) },
+		{"TUMA_PUBLIC_URL", "", "base URL clients reach the API at, for links and checkout pages (default http://<TUMA_HTTP_ADDR>)", false,
+			func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				return httpURL(&c.PublicURL, v)
+			},
 			func(c *Config) string { return c.PublicURL }},
 		{"TUMA_DASHBOARD_URL", "", "where browser flows land after verification and payment (default <public url>/docs)", false,
 			func(c *Config, v string) error {
@@ -179,6 +190,16 @@ func options() []option {
 		{"TUMA_MAIL_RETRY_MAX", "10m", "longest retry delay of an undelivered email", false,
 			func(c *Config, v string) error { return duration(&c.MailRetryMax, v) },
 			func(c *Config) string { return c.MailRetryMax.String() }},
+		{"TUMA_LOW_BALANCE_KES", "100", "a send that leaves the wallet under this many KES raises a low_balance notification, once until it is topped up again (0 disables)", false,
+			func(c *Config, v string) error {
+				var kes int
+				if err := intIn(&kes, v, 0, 1_000_000); err != nil {
+					return err
+				}
+				c.LowBalanceCents = int64(kes) * 100
+				return nil
+			},
+			func(c *Config) string { return strconv.FormatInt(c.LowBalanceCents/100, 10) }},
 		{"TUMA_PAYMENT_PROVIDER", "sandbox", "sandbox (built-in checkout) or paystack", false,
 			func(c *Config, v string) error { return oneOf(&c.PaymentProvider, v, "sandbox", "paystack") },
 			func(c *Config) string { return c.PaymentProvider }},
@@ -304,8 +325,14 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 
 // finish derives defaults that depend on other values and checks combinations.
 func (c *Config) finish() error {
+	if c.PublicURL == "" {
+		c.publicDerived = true
+		c.PublicURL = "http://" + listenURLHost(c.HTTPAddr)
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if c.DashboardURL == "" {
-		c.DashboardURL = strings.TrimRight(c.PublicURL, "/") + "/docs"
+		c.dashboardDerived = true
+		c.DashboardURL = c.PublicURL + "/docs"
 	}
 	if c.LogFormat == "" {
 		c.LogFormat = "text"
@@ -517,4 +544,28 @@ func nonEmpty(v string) error {
 		return errors.New("must not be empty")
 	}
 	return nil
+}
+
+// listenURLHost is host:port as a URL on this machine reaches a listen address: a wildcard or
+// empty host is 127.0.0.1.
+func listenURLHost(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// resolveListener fills the URLs that follow the listen address once the node listens (the
+// port is only known then when TUMA_HTTP_ADDR asks for port 0).
+func (c *Config) resolveListener(addr string) {
+	if c.publicDerived {
+		c.PublicURL = "http://" + listenURLHost(addr)
+	}
+	if c.dashboardDerived {
+		c.DashboardURL = c.PublicURL + "/docs"
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,25 @@ type node struct {
 	dbURL string
 	http  *http.Client
 	stop  func()
+	logs  *syncBuffer // what the node logged at warn and above
+}
+
+// syncBuffer is a buffer safe for a logger writing while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // startNode runs the real application. env overrides the test defaults.
@@ -53,7 +73,8 @@ func startNode(t *testing.T, env map[string]string, opts ...app.Option) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), logs), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := app.New(context.Background(), cfg, log, opts...)
 	if err != nil {
 		t.Fatalf("start node: %v", err)
@@ -61,7 +82,7 @@ func startNode(t *testing.T, env map[string]string, opts ...app.Option) *node {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	n := &node{t: t, base: "http://" + a.Addr(), dbURL: cfg.DatabaseURL, http: &http.Client{Timeout: 30 * time.Second}}
+	n := &node{t: t, base: "http://" + a.Addr(), dbURL: cfg.DatabaseURL, http: &http.Client{Timeout: 30 * time.Second}, logs: logs}
 	stopped := false
 	n.stop = func() {
 		if stopped {

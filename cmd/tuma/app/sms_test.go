@@ -400,7 +400,7 @@ func TestTierUpgrade(t *testing.T) {
 func TestAdminPricingCreditAndPromo(t *testing.T) {
 	n := startNode(t, fastSims)
 	a := n.register("pinned@example.com")
-	n.credit(a, "100")
+	n.credit(a, "1000") // stays above the low-balance threshold: the only notification is the promo
 	p := n.do("PUT", "/admin/accounts/"+a.ID+"/pricing", map[string]any{"tier": "enterprise", "is_internal": false}, adminAuth()...).json(t)
 	if p["tier_name"] != "Enterprise" || p["price_per_sms"] != 0.42 || p["is_override"] != true {
 		t.Fatalf("pinned pricing = %v", p)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what the test suite drives beyond Go, PostgreSQL and Redis, when it is missing:
+#   - Chromium, for the browser test of the checkout page (Debian's chromium package);
+#   - promtool, for the alert-rule tests (taken out of Debian's prometheus package without
+#     installing it, so no Prometheus service is set up on the machine).
+# Prints the directory to put on PATH for promtool. Safe to run again and again.
+set -euo pipefail
+
+say() { printf 'test-tools: %s\n' "$*" >&2; }
+tools="${XDG_CACHE_HOME:-$HOME/.cache}/tuma/tools"
+mkdir -p "$tools/bin"
+
+as_root() {
+	if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else
+		say "need root to run: $*"; return 1
+	fi
+}
+
+if command -v chromium >/dev/null 2>&1 || [ -n "${TUMA_TEST_CHROMIUM:-}" ]; then
+	say "Chromium is installed"
+else
+	say "installing Chromium (apt-get install chromium)"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null ||
+		{ as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null; }
+fi
+
+if command -v promtool >/dev/null 2>&1 || [ -x "$tools/bin/promtool" ]; then
+	say "promtool is available"
+else
+	say "fetching promtool (Debian's prometheus package, unpacked into $tools)"
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+	(cd "$work" && apt-get download prometheus >/dev/null 2>&1) ||
+		{ as_root apt-get update -qq && (cd "$work" && apt-get download prometheus >/dev/null 2>&1); }
+	dpkg-deb -x "$work"/prometheus_*.deb "$work/x"
+	install -m 0755 "$work/x/usr/bin/promtool" "$tools/bin/promtool"
+fi
+echo "$tools/bin"

@@ -1,0 +1,190 @@
+package persistence_test
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/persistence/pgtest"
+)
+
+func TestPaymentReference(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		ref := persistence.PaymentReference(persistence.NewID())
+		if !regexp.MustCompile(`^TUMA-[0-9A-Z]{26}$`).MatchString(ref) || seen[ref] {
+			t.Fatalf("reference %q (seen before: %v)", ref, seen[ref])
+		}
+		seen[ref] = true
+	}
+}
+
+func TestConfirmTopupCreditsOnceUnderConcurrency(t *testing.T) {
+	st, url := pgtest.NewStore(t)
+	ctx := context.Background()
+	a, err := st.CreateAccount(ctx, newAccount("payer@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.CreatePayment(ctx, persistence.NewPayment{AccountID: a.ID, Purpose: persistence.PurposeTopup, AmountCents: 150000,
+		Email: a.Email, Provider: "paystack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != persistence.PaymentPending || p.Currency != "KES" {
+		t.Fatalf("new payment %+v", p)
+	}
+	notice := func(amount, balance int64) persistence.NewNotification {
+		return persistence.NewNotification{Type: "topup_success", Title: "t", Message: "m"}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	applied := 0
+	for range 10 {
+		wg.Go(func() {
+			res, err := st.ConfirmPayment(ctx, persistence.PaymentConfirmation{Reference: p.Reference, PaidAt: time.Now(), Notice: notice})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if res.Payment.Status != persistence.PaymentPaid {
+				t.Errorf("status %s after confirming", res.Payment.Status)
+			}
+			if res.Applied {
+				mu.Lock()
+				applied++
+				mu.Unlock()
+				if res.Wallet == nil || res.Wallet.BalanceCents != 150000 {
+					t.Errorf("wallet after the credit: %+v", res.Wallet)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if applied != 1 {
+		t.Fatalf("%d confirmations applied; want exactly 1", applied)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var balance, entries, notices int64
+	if err := conn.QueryRow(ctx, `SELECT (SELECT balance_cents FROM wallets WHERE account_id = $1),
+		(SELECT count(*) FROM wallet_transactions WHERE account_id = $1 AND type = 'topup' AND reference = $2),
+		(SELECT count(*) FROM notifications WHERE account_id = $1 AND type = 'topup_success')`, a.ID, p.Reference).
+		Scan(&balance, &entries, &notices); err != nil {
+		t.Fatal(err)
+	}
+	if balance != 150000 || entries != 1 || notices != 1 {
+		t.Errorf("balance %d, %d ledger entries, %d notifications; want 150000, 1, 1", balance, entries, notices)
+	}
+	// A failed payment can no longer be confirmed.
+	q, _ := st.CreatePayment(ctx, persistence.NewPayment{AccountID: a.ID, Purpose: persistence.PurposeTopup, AmountCents: 5000,
+		Email: a.Email, Provider: "paystack"})
+	if changed, err := st.MarkPayment(ctx, q.Reference, persistence.PaymentFailed, "amount_mismatch"); err != nil || !changed {
+		t.Fatalf("mark failed: %v %v", changed, err)
+	}
+	if _, err := st.ConfirmPayment(ctx, persistence.PaymentConfirmation{Reference: q.Reference, PaidAt: time.Now()}); !errors.Is(err, persistence.ErrPaymentClosed) {
+		t.Errorf("confirming a failed payment: %v; want ErrPaymentClosed", err)
+	}
+	if changed, _ := st.MarkPayment(ctx, p.Reference, persistence.PaymentAbandoned, "late"); changed {
+		t.Error("a paid payment was marked abandoned")
+	}
+	if _, err := st.ConfirmPayment(ctx, persistence.PaymentConfirmation{Reference: "TUMA-NOSUCH"}); !errors.Is(err, persistence.ErrNotFound) {
+		t.Errorf("unknown reference: %v", err)
+	}
+}
+
+func TestConfirmSenderFeeMarksFeePaidWithoutTouchingTheBalance(t *testing.T) {
+	st, url := pgtest.NewStore(t)
+	ctx := context.Background()
+	a, err := st.CreateAccount(ctx, newAccount("brand@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	sender := persistence.NewID()
+	if _, err := conn.Exec(ctx, `INSERT INTO sender_ids (id, account_id, name, network, status, registration_fee_cents)
+		VALUES ($1, $2, 'ACME', 'safaricom', 'payment_pending', 600000)`, sender, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.CreatePayment(ctx, persistence.NewPayment{AccountID: a.ID, Purpose: persistence.PurposeSenderFee, SenderID: &sender,
+		AmountCents: 600000, Email: a.Email, Provider: "paystack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.ConfirmPayment(ctx, persistence.PaymentConfirmation{Reference: p.Reference, PaidAt: time.Now()})
+	if err != nil || !res.Applied || res.Wallet != nil {
+		t.Fatalf("confirm = %+v, %v; want applied without a wallet change", res, err)
+	}
+	var paid bool
+	var balance, fee int64
+	if err := conn.QueryRow(ctx, `SELECT (SELECT fee_paid FROM sender_ids WHERE id = $1),
+		(SELECT balance_cents FROM wallets WHERE account_id = $2),
+		(SELECT amount_cents FROM wallet_transactions WHERE account_id = $2 AND type = 'sender_id_fee' AND reference = $3)`,
+		sender, a.ID, p.Reference).Scan(&paid, &balance, &fee); err != nil {
+		t.Fatal(err)
+	}
+	if !paid || balance != 0 || fee != 600000 {
+		t.Errorf("fee_paid %v, balance %d, sender_id_fee entry %d; want true, 0, 600000", paid, balance, fee)
+	}
+	// A sender fee payment must name its sender.
+	if _, err := st.CreatePayment(ctx, persistence.NewPayment{AccountID: a.ID, Purpose: persistence.PurposeSenderFee, AmountCents: 1,
+		Email: a.Email, Provider: "paystack"}); err == nil {
+		t.Error("a sender fee payment without a sender was stored")
+	}
+}
+
+func TestLowBalanceAlertOncePerCrossing(t *testing.T) {
+	st, url := pgtest.NewStore(t)
+	ctx := context.Background()
+	a, err := st.CreateAccount(ctx, newAccount("low@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := persistence.NewNotification{Type: "low_balance", Title: "Low", Message: "Low"}
+	for i, want := range []bool{true, false, false} {
+		if added, err := st.LowBalanceAlert(ctx, a.ID, 10000, n); err != nil || added != want {
+			t.Fatalf("alert %d: added %v, %v; want %v", i, added, err, want)
+		}
+	}
+	// Still under the threshold: recovering changes nothing.
+	if err := st.LowBalanceRecovered(ctx, a.ID, 10000); err != nil {
+		t.Fatal(err)
+	}
+	if added, _ := st.LowBalanceAlert(ctx, a.ID, 10000, n); added {
+		t.Error("alerted again without recovering")
+	}
+	if _, err := st.Credit(ctx, a.ID, 20000, "topup", "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.LowBalanceRecovered(ctx, a.ID, 10000); err != nil {
+		t.Fatal(err)
+	}
+	if added, _ := st.LowBalanceAlert(ctx, a.ID, 30000, n); !added {
+		t.Error("not alerted after recovering and crossing again")
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var count int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM notifications WHERE account_id = $1 AND type = 'low_balance'`, a.ID).Scan(&count); err != nil {
+		t.Fatal(err)
+	}
+	if count != 2 {
+		t.Errorf("%d low_balance notifications; want 2", count)
+	}
+}

@@ -1,0 +1,202 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// Verifier asks a provider about a transaction.
+type Verifier interface {
+	Verify(ctx context.Context, reference string) (Transaction, error)
+}
+
+// Store is what confirming needs from the system of record.
+type Store interface {
+	PaymentByReference(ctx context.Context, reference string) (persistence.Payment, error)
+	MarkPayment(ctx context.Context, reference, status, reason string) (bool, error)
+	OpenPayments(ctx context.Context, from, to time.Time, limit int) ([]persistence.Payment, error)
+	ExpirePayments(ctx context.Context, before time.Time) (int64, error)
+}
+
+// Applier applies a confirmed payment (the engine, through the account's tenant actor).
+type Applier interface {
+	ConfirmPayment(ctx context.Context, accountID uuid.UUID, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error)
+}
+
+// Outcome is what a confirmation found.
+type Outcome struct {
+	Payment persistence.Payment
+	Status  string // paid, pending, abandoned or failed (persistence.Payment* values)
+	Reason  string // why it is not paid: cancelled, declined, amount_mismatch, currency_mismatch, …
+	// Applied is true for the one confirmation that credited (or marked the fee paid).
+	Applied bool
+}
+
+// Confirmer settles payments on the provider's word: webhooks and the payer's return both
+// come here, as does the reconciler for checkouts nobody told us about.
+type Confirmer struct {
+	verifier Verifier
+	store    Store
+	applier  Applier
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+// NewConfirmer returns a Confirmer.
+func NewConfirmer(v Verifier, st Store, ap Applier, log *slog.Logger, now func() time.Time) *Confirmer {
+	if now == nil {
+		now = time.Now
+	}
+	return &Confirmer{verifier: v, store: st, applier: ap, log: log, now: now}
+}
+
+// Confirm finds out from the provider whether the payment with this reference is paid and, if
+// it is, applies it (at most once, whoever calls). An unknown reference is
+// persistence.ErrNotFound; a provider that cannot be reached is ErrUnavailable. via says who
+// asked (webhook, callback, reconciler), for the log.
+func (c *Confirmer) Confirm(ctx context.Context, reference, via string) (Outcome, error) {
+	p, err := c.store.PaymentByReference(ctx, reference)
+	if err != nil {
+		return Outcome{}, err
+	}
+	switch p.Status {
+	case persistence.PaymentPaid:
+		return Outcome{Payment: p, Status: p.Status}, nil
+	case persistence.PaymentFailed:
+		return Outcome{Payment: p, Status: p.Status, Reason: deref(p.FailureReason)}, nil
+	}
+	tx, err := c.verifier.Verify(ctx, reference)
+	if errors.Is(err, ErrUnknownReference) {
+		// We made the reference but the provider never heard of it: its initialize failed.
+		return Outcome{Payment: p, Status: p.Status, Reason: "unknown_to_provider"}, nil
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	log := c.log.With(slog.String("reference", reference), slog.String("via", via), slog.String("account_id", p.AccountID.String()))
+	switch tx.Status {
+	case "success":
+		if reason := mismatch(p, tx); reason != "" {
+			log.Error("payment not credited: the provider's transaction does not match what we priced",
+				slog.String("reason", reason), slog.Int64("priced_cents", p.AmountCents), slog.Int64("paid_cents", tx.Amount),
+				slog.Int64("requested_cents", tx.RequestedAmount), slog.String("currency", tx.Currency),
+				slog.String("provider_reference", tx.Reference))
+			if _, err := c.store.MarkPayment(ctx, reference, persistence.PaymentFailed, reason); err != nil {
+				return Outcome{}, err
+			}
+			p.Status = persistence.PaymentFailed
+			return Outcome{Payment: p, Status: p.Status, Reason: reason}, nil
+		}
+		res, err := c.applier.ConfirmPayment(ctx, p.AccountID, persistence.PaymentConfirmation{Reference: reference, PaidAt: tx.PaidTime(c.now())})
+		if errors.Is(err, persistence.ErrPaymentClosed) {
+			return Outcome{Payment: p, Status: persistence.PaymentFailed}, nil
+		}
+		if err != nil {
+			return Outcome{}, fmt.Errorf("apply payment %s: %w", reference, err)
+		}
+		if res.Applied {
+			log.Info("payment confirmed", slog.String("purpose", p.Purpose), slog.Int64("amount_cents", p.AmountCents))
+		}
+		return Outcome{Payment: res.Payment, Status: persistence.PaymentPaid, Applied: res.Applied}, nil
+	case "abandoned":
+		// Paystack says abandoned until a checkout is paid: not final, still creditable later.
+		if _, err := c.store.MarkPayment(ctx, reference, persistence.PaymentAbandoned, "cancelled"); err != nil {
+			return Outcome{}, err
+		}
+		p.Status = persistence.PaymentAbandoned
+		return Outcome{Payment: p, Status: p.Status, Reason: "cancelled"}, nil
+	case "failed", "reversed":
+		if _, err := c.store.MarkPayment(ctx, reference, persistence.PaymentFailed, "declined"); err != nil {
+			return Outcome{}, err
+		}
+		log.Info("payment failed at the provider", slog.String("provider_status", tx.Status), slog.String("gateway_response", tx.GatewayResponse))
+		p.Status = persistence.PaymentFailed
+		return Outcome{Payment: p, Status: p.Status, Reason: "declined"}, nil
+	}
+	return Outcome{Payment: p, Status: persistence.PaymentPending, Reason: "pending"}, nil // ongoing, processing, queued, …
+}
+
+// mismatch says why a successful transaction cannot pay for p, or "" when it can: it must be
+// the same reference, in KES, for at least the amount we priced.
+func mismatch(p persistence.Payment, tx Transaction) string {
+	switch {
+	case tx.Reference != p.Reference:
+		return "reference_mismatch"
+	case tx.Currency != p.Currency:
+		return "currency_mismatch"
+	case tx.Amount < p.AmountCents, tx.RequestedAmount != 0 && tx.RequestedAmount < p.AmountCents:
+		return "amount_mismatch"
+	}
+	return ""
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// ReconcileOptions tunes the reconciler.
+type ReconcileOptions struct {
+	Every  time.Duration // how often to look (1m)
+	After  time.Duration // ask about checkouts older than this (2m): webhooks usually come first
+	Expire time.Duration // give up on checkouts older than this (48h)
+}
+
+// Reconcile asks the provider about open checkouts until ctx ends, so a payment whose
+// webhook and return were both lost is still credited.
+func (c *Confirmer) Reconcile(ctx context.Context, o ReconcileOptions) {
+	if o.Every <= 0 {
+		o.Every = time.Minute
+	}
+	if o.After <= 0 {
+		o.After = 2 * time.Minute
+	}
+	if o.Expire <= o.After {
+		o.Expire = 48 * time.Hour
+	}
+	t := time.NewTicker(o.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.reconcileOnce(ctx, o)
+	}
+}
+
+func (c *Confirmer) reconcileOnce(ctx context.Context, o ReconcileOptions) {
+	now := c.now()
+	open, err := c.store.OpenPayments(ctx, now.Add(-o.Expire), now.Add(-o.After), 100)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Error("reconcile payments", slog.Any("error", err))
+		}
+		return
+	}
+	for _, p := range open {
+		if _, err := c.Confirm(ctx, p.Reference, "reconciler"); err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("reconcile payment", slog.String("reference", p.Reference), slog.Any("error", err))
+			}
+			if errors.Is(err, ErrUnavailable) {
+				return // try the rest next time
+			}
+		}
+	}
+	if n, err := c.store.ExpirePayments(ctx, now.Add(-o.Expire)); err != nil {
+		c.log.Error("expire payments", slog.Any("error", err))
+	} else if n > 0 {
+		c.log.Info("gave up on unpaid checkouts", slog.Int64("payments", n))
+	}
+}
