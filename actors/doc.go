@@ -7,26 +7,27 @@
 //	├── tenants    one actor per active account (spawned on demand, passivated when idle)
 //	│   └── jobs   one child per dispatching job: streams messages to the links
 //	├── links      one carrier link per network: token bucket, in-flight window, breaker
-//	├── receipts   batches status transitions, refunds and counters into PostgreSQL
+//	├── receipts   shards that batch status transitions, refunds and counters into PostgreSQL
 //	└── reconciler asks carriers about messages whose receipt never came
 //
 // Ownership. A tenant actor owns its account's spendable balance while it lives: it reserves
 // a send's cost in memory (so concurrent sends can never overdraw) and its writer commits the
 // debit with the job in one transaction; PostgreSQL stays the system of record, and every
 // committed change returns a versioned wallet snapshot the tenant adopts. Job actors own the
-// dispatch progress of their job; links own their queues, windows and breakers; the receipts
-// actor owns the order of status writes.
+// dispatch progress of their job; links own their queues, windows and breakers; each receipts
+// shard owns the order of status writes for its messages (chosen by provider message id, so a
+// message's submission and receipts meet in one shard), and the shards flush in parallel.
 //
 // Protocol. Handlers call Engine methods, which send a command to an actor and wait for its
 // reply with a deadline. Inside the engine no actor waits for another: requests carry the
 // PID to answer, and I/O runs on goroutines that post their results back as messages.
 //
 // Flow control. A job keeps at most JobWindow messages outstanding per network; a message
-// stops being outstanding when the receipts actor has durably recorded its submit outcome.
+// stops being outstanding when its receipts shard has durably recorded its submit outcome.
 // So memory is bounded whatever the job size, and a slow network holds back only its own
 // traffic. Mailboxes are unbounded; nothing is ever dropped.
 //
-// Ordering. The receipts actor applies, in one transaction per flush, submissions before
+// Ordering. A receipts shard applies, in one transaction per flush, submissions before
 // failures before receipts; a transition only applies from an earlier state, so duplicates
 // (a resubmission after a crash, a repeated receipt) change nothing and refunds happen once.
 // A receipt that arrives before its submission is recorded is retried for a while.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strings"
@@ -58,6 +59,7 @@ type Options struct {
 	AcceptBatch       int           // sends per group commit (256)
 	AcceptShards      int           // group-commit writers, each owning a disjoint share of accounts (2)
 	ReceiptsBatch     int           // transitions per flush (2000)
+	ReceiptsShards    int           // receipts actors flushing in parallel, each owning a share of messages (2)
 	Expansions        int           // large jobs expanded into message rows at once (1)
 	ReceiptsInterval  time.Duration // how long a flush may wait to fill (5ms)
 	ReceiptTimeout    time.Duration // a sent message without a receipt after this is asked about (10m)
@@ -87,6 +89,7 @@ func (o *Options) setDefaults() {
 	def(&o.AcceptBatch, 256)
 	def(&o.AcceptShards, 2)
 	def(&o.ReceiptsBatch, 2000)
+	def(&o.ReceiptsShards, 2)
 	def(&o.Expansions, 1)
 	defDur(&o.TenantIdle, 5*time.Minute)
 	defDur(&o.ReceiptsInterval, 25*time.Millisecond)
@@ -127,7 +130,7 @@ type Engine struct {
 	root       *actor.RootContext
 	supervisor *actor.PID
 	writers    []*actor.PID // by account shard
-	receipts   *actor.PID
+	receipts   []*actor.PID // shards, by provider message id
 	reconciler *actor.PID
 	links      [4]*actor.PID // by carriers.Network
 
@@ -196,8 +199,7 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 	}
 
 	ready := make(chan struct{})
-	e.supervisor, err = e.root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &supervisorActor{e: e, ready: ready} },
-		actor.WithSupervisor(restartStrategy())), "engine")
+	e.supervisor, err = e.root.SpawnNamed(e.props(func() actor.Actor { return &supervisorActor{e: e, ready: ready} }), "engine")
 	if err != nil {
 		return nil, fmt.Errorf("spawn engine: %w", err)
 	}
@@ -219,6 +221,26 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 // never lock the same wallet and can commit in parallel.
 func (e *Engine) writerFor(id uuid.UUID) *actor.PID {
 	return e.writers[int(binary.BigEndian.Uint32(id[12:]))%len(e.writers)]
+}
+
+// receiptsFor is the receipts shard of a submitted message: the same for its submission and
+// its receipts, so one shard writes them in order; shards flush in parallel.
+func (e *Engine) receiptsFor(n carriers.Network, providerID string) *actor.PID {
+	h := fnv.New32a()
+	h.Write([]byte{byte(n)})
+	h.Write([]byte(providerID))
+	return e.receipts[h.Sum32()%uint32(len(e.receipts))]
+}
+
+// receiptsForMessage is the shard of a message that failed before any network took it (it
+// has no provider id, and nothing else will be written about it).
+func (e *Engine) receiptsForMessage(id uuid.UUID) *actor.PID {
+	return e.receipts[binary.BigEndian.Uint32(id[12:])%uint32(len(e.receipts))]
+}
+
+// props are the properties of every engine actor: restarted on panic.
+func (e *Engine) props(producer actor.Producer) *actor.Props {
+	return actor.PropsFromProducer(producer, actor.WithSupervisor(restartStrategy()))
 }
 
 // restartStrategy restarts a panicking child; a child failing 10 times within a minute is
@@ -434,14 +456,14 @@ func (e *Engine) Sync(ctx context.Context, network carriers.Network, providerID 
 	if !st.Final {
 		return nil
 	}
-	_, err := e.request(ctx, e.receipts, &syncCmd{receipt: receiptFrom(network, providerID, st)})
+	_, err := e.request(ctx, e.receiptsFor(network, providerID), &syncCmd{receipt: receiptFrom(network, providerID, st)})
 	return err
 }
 
 // Receipt feeds a delivery receipt pushed by a network into the engine.
 func (e *Engine) Receipt(network carriers.Network, providerID string, st CarrierStatus) {
 	if st.Final {
-		e.root.Send(e.receipts, &receiptEv{r: receiptFrom(network, providerID, st)})
+		e.root.Send(e.receiptsFor(network, providerID), &receiptEv{r: receiptFrom(network, providerID, st)})
 	}
 }
 
@@ -463,7 +485,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	for _, pid := range append(slices.Clone(e.writers), e.links[1], e.links[2], e.links[3], e.receipts) {
+	for _, pid := range slices.Concat(e.writers, e.links[1:], e.receipts) {
 		if _, err := e.request(ctx, pid, &drain{}); err != nil {
 			errs = append(errs, fmt.Errorf("drain %s: %w", pid.Id, err))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -36,8 +37,9 @@ type linkState struct {
 	queue    []*submitReq
 	inflight int
 
-	tokens      float64
-	refilled    time.Time
+	next        time.Time   // when the rate allows the next submit (GCRA's theoretical arrival time)
+	sentAt      []time.Time // ring of the latest submit times, for the one-second window (capped links)
+	sentPos     int
 	pausedUntil time.Time
 	wakeAt      time.Time // when the armed timer fires (zero: none)
 	pace        pace      // the rate the network tolerates, learnt from its throttles
@@ -64,8 +66,9 @@ const (
 
 func newLinkState(e *Engine, n carriers.Network) *linkState {
 	opts := e.opts.Links[n]
-	st := &linkState{network: n, label: n.String(), opts: opts, carrier: e.carriers[n], tokens: 1, refilled: time.Now(),
-		work: make(chan submitJob, opts.Window)}
+	st := &linkState{network: n, label: n.String(), opts: opts, carrier: e.carriers[n], next: time.Now(),
+		sentAt: make([]time.Time, min(int(math.Ceil(opts.TPS)), maxWindowRing)),
+		work:   make(chan submitJob, opts.Window)}
 	gauge := e.m.breakerState.WithLabelValues(st.label)
 	st.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         st.label,
@@ -135,8 +138,9 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	case *panicNow:
 		panic("link: panic requested")
 	}
-	l.e.m.linkQueue.WithLabelValues(st.label).Set(float64(len(st.queue) + len(st.retry)))
-	l.e.m.windowInUse.WithLabelValues(st.label).Set(float64(st.inflight))
+	nm := &l.e.m.net[st.network]
+	nm.linkQueue.Set(float64(len(st.queue) + len(st.retry)))
+	nm.windowInUse.Set(float64(st.inflight))
 }
 
 // pump starts submits while every limit allows, else arms one timer for when one will.
@@ -159,10 +163,12 @@ func (l *linkActor) pump(ctx actor.Context) {
 		}
 		tps := st.rate()
 		if tps > 0 {
-			st.tokens = min(st.tokens+now.Sub(st.refilled).Seconds()*tps, burst(tps))
-			st.refilled = now
-			if st.tokens < 1 {
-				l.wakeAt(ctx, now.Add(time.Duration((1-st.tokens)/tps*float64(time.Second))))
+			if now.Before(st.next) {
+				l.wakeAt(ctx, st.next)
+				return
+			}
+			if oldest, full := st.windowFull(now, tps); full {
+				l.wakeAt(ctx, oldest.Add(time.Second))
 				return
 			}
 		}
@@ -172,7 +178,12 @@ func (l *linkActor) pump(ctx actor.Context) {
 			return
 		}
 		if tps > 0 {
-			st.tokens--
+			// The schedule keeps its own time, so a late wake-up (a timer, a busy CPU) is made
+			// up and the average holds at the rate; the one-second window bounds the catching
+			// up, so no second ever carries more than the rate. After an idle spell at most
+			// rateCatchUp's worth goes at once.
+			st.next = later(st.next, now.Add(-rateCatchUp)).Add(time.Duration(float64(time.Second) / tps))
+			st.record(now)
 		}
 		var req *submitReq
 		if len(st.retry) > 0 {
@@ -183,12 +194,44 @@ func (l *linkActor) pump(ctx actor.Context) {
 			st.queue = st.queue[1:]
 		}
 		st.inflight++
+		l.e.m.net[st.network].attempts.Inc()
 		l.submit(req, done)
 	}
 }
 
-// burst lets a link catch up after an idle moment without exceeding its rate noticeably.
-func burst(tps float64) float64 { return max(1, tps/20) }
+// windowFull reports whether the last second already holds rate submits, and when the
+// oldest of them was.
+func (st *linkState) windowFull(now time.Time, tps float64) (time.Time, bool) {
+	k := int(math.Ceil(tps))
+	if k > len(st.sentAt) {
+		return time.Time{}, false // a rate above the configured cap: the pace, not ours
+	}
+	oldest := st.sentAt[(st.sentPos-k+len(st.sentAt))%len(st.sentAt)]
+	return oldest, !oldest.IsZero() && now.Sub(oldest) < time.Second
+}
+
+// record notes a submit in the one-second window.
+func (st *linkState) record(at time.Time) {
+	if len(st.sentAt) == 0 {
+		return
+	}
+	st.sentAt[st.sentPos] = at
+	st.sentPos = (st.sentPos + 1) % len(st.sentAt)
+}
+
+// rateCatchUp is the most time a link's schedule makes up after its wake-ups ran late.
+const rateCatchUp = 250 * time.Millisecond
+
+// maxWindowRing bounds the memory of the one-second window (a rate cap above it is paced,
+// and trusted not to burst).
+const maxWindowRing = 100_000
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
 
 // rate is the link's submit rate now: its configured cap, lowered to the pace the network has
 // shown it tolerates (0: no limit).
@@ -319,7 +362,8 @@ func (l *linkActor) done(ctx actor.Context, d *submitDone) {
 	st, m := l.st, l.e.m
 	req := d.req
 	d.done(d.err)
-	m.submitLatency.WithLabelValues(st.label).Observe(d.took.Seconds())
+	nm := &m.net[st.network]
+	nm.submitLatency.Observe(d.took.Seconds())
 	now := time.Now()
 	switch {
 	case d.err == nil:
@@ -329,15 +373,15 @@ func (l *linkActor) done(ctx actor.Context, d *submitDone) {
 			ceiling = 100_000 // beyond this the pace no longer matters
 		}
 		st.pace.ok(now, ceiling)
-		m.submitted.WithLabelValues(st.label).Inc()
-		ctx.Send(l.e.receipts, &submittedEv{
+		nm.submitted.Inc()
+		ctx.Send(l.e.receiptsFor(st.network, d.providerID), &submittedEv{
 			s:   persistence.Submitted{AccountID: req.account, MessageID: req.msg.id, ProviderID: d.providerID, Network: st.network, At: now},
 			job: req.job,
 		})
 	case errors.Is(d.err, ErrThrottled):
-		m.throttled.WithLabelValues(st.label).Inc()
+		nm.throttled.Inc()
 		if st.pace.throttled(now, st.accepted.perSecond(now)) {
-			st.tokens = 0 // no burst at the old pace
+			st.next = now // no catching up at the old pace
 			st.pausedUntil = now.Add(throttlePause)
 		}
 		st.retry = append(st.retry, req)
@@ -349,13 +393,13 @@ func (l *linkActor) done(ctx actor.Context, d *submitDone) {
 			l.fail(ctx, req, "SUBMIT_FAILED", d.err.Error(), now)
 			return
 		}
-		m.retries.WithLabelValues(st.label).Inc()
+		nm.retries.Inc()
 		st.retry = append(st.retry, req)
 	}
 }
 
 func (l *linkActor) fail(ctx actor.Context, req *submitReq, status, reason string, at time.Time) {
-	ctx.Send(l.e.receipts, &failedEv{
+	ctx.Send(l.e.receiptsForMessage(req.msg.id), &failedEv{
 		f:       persistence.Failure{AccountID: req.account, MessageID: req.msg.id, ProviderStatus: status, Error: reason, At: at},
 		network: l.st.network, job: req.job,
 	})

@@ -10,6 +10,7 @@ import (
 type metrics struct {
 	accepted      *prometheus.CounterVec   // network
 	submitted     *prometheus.CounterVec   // network
+	attempts      *prometheus.CounterVec   // network
 	delivered     *prometheus.CounterVec   // network
 	failed        *prometheus.CounterVec   // network, stage (submit, receipt)
 	throttled     *prometheus.CounterVec   // network
@@ -33,6 +34,23 @@ type metrics struct {
 	batchLatency  *prometheus.HistogramVec // op
 	batchErrors   *prometheus.CounterVec   // op
 	unmatched     prometheus.Counter
+
+	net [4]netMetrics // per carriers.Network: the hot path's series, looked up once
+}
+
+// netMetrics are one network's series that move per message.
+type netMetrics struct {
+	submitted, attempts, delivered, failedSubmit, failedReceipt, throttled, retries prometheus.Counter
+	submitLatency, deliveredE2E, failedE2E                                          prometheus.Observer
+	windowInUse, linkQueue                                                          prometheus.Gauge
+}
+
+// failed is the counter of messages failing at stage (submit or receipt).
+func (n *netMetrics) failed(stage string) prometheus.Counter {
+	if stage == "submit" {
+		return n.failedSubmit
+	}
+	return n.failedReceipt
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -41,6 +59,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "messages", Name: "accepted_total",
 			Help: "Messages accepted (durably queued) by network."}, byNet),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "submit_attempts_total",
+			Help: "Submits a link started (its egress, as its rate cap paces it), whatever the network answered."}, byNet),
 		submitted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "messages", Name: "submitted_total",
 			Help: "Messages the network accepted (status sent), by network."}, byNet),
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "messages", Name: "delivered_total",
@@ -93,7 +113,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		unmatched: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "receipts", Name: "unmatched_total",
 			Help: "Receipts dropped because no sent message matched them after retries."}),
 	}
-	for _, c := range []prometheus.Collector{m.accepted, m.submitted, m.delivered, m.failed, m.throttled, m.retries,
+	for _, c := range []prometheus.Collector{m.accepted, m.submitted, m.attempts, m.delivered, m.failed, m.throttled, m.retries,
 		m.submitLatency, m.endToEnd, m.acceptLatency, m.breakerState, m.windowInUse, m.windowSize, m.linkQueue, m.restarts,
 		m.tenants, m.jobsActive, m.jobsWaiting, m.receiptsQueue, m.debited, m.refunded, m.credited, m.batchSize,
 		m.batchLatency, m.batchErrors, m.unmatched} {
@@ -105,15 +125,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, n := range carriers.Networks() {
 		l := n.String()
 		m.accepted.WithLabelValues(l)
-		m.submitted.WithLabelValues(l)
-		m.delivered.WithLabelValues(l)
-		m.failed.WithLabelValues(l, "submit")
-		m.failed.WithLabelValues(l, "receipt")
-		m.throttled.WithLabelValues(l)
-		m.retries.WithLabelValues(l)
 		m.breakerState.WithLabelValues(l)
-		m.windowInUse.WithLabelValues(l)
-		m.linkQueue.WithLabelValues(l)
+		m.net[n] = netMetrics{
+			submitted: m.submitted.WithLabelValues(l), attempts: m.attempts.WithLabelValues(l), delivered: m.delivered.WithLabelValues(l),
+			failedSubmit: m.failed.WithLabelValues(l, "submit"), failedReceipt: m.failed.WithLabelValues(l, "receipt"),
+			throttled: m.throttled.WithLabelValues(l), retries: m.retries.WithLabelValues(l),
+			submitLatency: m.submitLatency.WithLabelValues(l),
+			deliveredE2E:  m.endToEnd.WithLabelValues(l, "delivered"), failedE2E: m.endToEnd.WithLabelValues(l, "failed"),
+			windowInUse: m.windowInUse.WithLabelValues(l), linkQueue: m.linkQueue.WithLabelValues(l),
+		}
 	}
 	return m, nil
 }

@@ -29,6 +29,14 @@ type receiptsState struct {
 	holdUntil  time.Time             // after a failed write, no flush before this
 	late       map[lateKey]time.Time // receipts that matched nothing yet, by first sight
 	draining   []*actor.PID
+	queued     int // events buffered, as last added to the queue-depth gauge
+
+	// sent remembers which message each provider id of this shard belongs to, from its
+	// submission, so its receipt is written by primary key instead of through provider_refs.
+	// It is bounded: the oldest entries go first; a receipt that misses takes the lookup.
+	sent     map[lateKey]msgKey
+	sentRing []lateKey
+	sentNext int
 
 	// Counter deltas of flushed transitions, written by ApplyProgress about once a second:
 	// job counters and account counts are aggregates, and writing them per flush doubled the
@@ -41,6 +49,36 @@ type receiptsState struct {
 type lateKey struct {
 	providerID string
 	network    carriers.Network
+}
+
+type msgKey struct{ account, id uuid.UUID }
+
+// sentMemory bounds the provider ids a shard remembers: receipts mostly come within seconds,
+// and this covers about ten seconds of a shard's share at full speed (~100 bytes an entry).
+const sentMemory = 1 << 17
+
+// remember notes a submission's provider id, forgetting the oldest beyond sentMemory.
+func (st *receiptsState) remember(s persistence.Submitted) {
+	if st.sentRing == nil {
+		st.sentRing = make([]lateKey, sentMemory)
+	}
+	if old := st.sentRing[st.sentNext]; old.providerID != "" {
+		delete(st.sent, old)
+	}
+	k := lateKey{s.ProviderID, s.Network}
+	st.sentRing[st.sentNext] = k
+	st.sentNext = (st.sentNext + 1) % len(st.sentRing)
+	st.sent[k] = msgKey{s.AccountID, s.MessageID}
+}
+
+// keyed fills in the message a receipt is for, when this shard saw its submission.
+func (st *receiptsState) keyed(r persistence.Receipt) persistence.Receipt {
+	k := lateKey{r.ProviderID, r.Network}
+	if m, ok := st.sent[k]; ok {
+		r.AccountID, r.MessageID = m.account, m.id
+		delete(st.sent, k) // a receipt is final: nothing more comes for this id
+	}
+	return r
 }
 
 // lateReceiptGrace is how long a receipt that matches no sent message is retried: it may
@@ -160,6 +198,7 @@ func (r *receiptsActor) Receive(ctx actor.Context) {
 		st.buf = &receiptBatch{}
 		st.late = map[lateKey]time.Time{}
 		st.progress = map[uuid.UUID]*persistence.JobProgress{}
+		st.sent = map[lateKey]msgKey{}
 	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
@@ -168,6 +207,7 @@ func (r *receiptsActor) Receive(ctx actor.Context) {
 		r.flush(ctx)
 		r.armProgress(ctx)
 	case *submittedEv:
+		st.remember(msg.s)
 		st.buf.Submitted = append(st.buf.Submitted, msg.s)
 		st.buf.subJobs = append(st.buf.subJobs, msg.job)
 		r.maybeFlush(ctx)
@@ -177,10 +217,10 @@ func (r *receiptsActor) Receive(ctx actor.Context) {
 		st.buf.failNets = append(st.buf.failNets, msg.network)
 		r.maybeFlush(ctx)
 	case *receiptEv:
-		st.buf.Receipts = append(st.buf.Receipts, msg.r)
+		st.buf.Receipts = append(st.buf.Receipts, st.keyed(msg.r))
 		r.maybeFlush(ctx)
 	case *syncCmd:
-		st.buf.Receipts = append(st.buf.Receipts, msg.receipt)
+		st.buf.Receipts = append(st.buf.Receipts, st.keyed(msg.receipt))
 		st.buf.syncs = append(st.buf.syncs, ctx.Sender())
 		r.flush(ctx)
 	case *flushTimer:
@@ -209,7 +249,10 @@ func (r *receiptsActor) Receive(ctx actor.Context) {
 	case *panicNow:
 		panic("receipts: panic requested")
 	}
-	r.e.m.receiptsQueue.Set(float64(st.buf.size()))
+	if size := st.buf.size(); size != st.queued { // the gauge sums the shards
+		r.e.m.receiptsQueue.Add(float64(size - st.queued))
+		st.queued = size
+	}
 	if len(st.draining) > 0 && !st.flushing && st.buf.size() == 0 && !st.progressing && len(st.progress) > 0 {
 		r.writeProgress(ctx) // the last deltas, before saying drained
 	}
@@ -305,13 +348,13 @@ func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
 	m.refunded.Add(float64(refunded))
 	r.armProgress(ctx)
 	for _, f := range res.Final {
-		l := f.Network.String()
+		nm := &m.net[f.Network]
 		if f.Delivered {
-			m.delivered.WithLabelValues(l).Inc()
-			m.endToEnd.WithLabelValues(l, "delivered").Observe(f.DoneAt.Sub(f.CreatedAt).Seconds())
+			nm.delivered.Inc()
+			nm.deliveredE2E.Observe(f.DoneAt.Sub(f.CreatedAt).Seconds())
 		} else {
-			m.failed.WithLabelValues(l, f.Stage).Inc()
-			m.endToEnd.WithLabelValues(l, "failed").Observe(f.DoneAt.Sub(f.CreatedAt).Seconds())
+			nm.failed(f.Stage).Inc()
+			nm.failedE2E.Observe(f.DoneAt.Sub(f.CreatedAt).Seconds())
 		}
 	}
 	// Receipts that overtook their submission's write get another chance, for a while.

@@ -35,24 +35,26 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 		}
 		for i := range e.opts.AcceptShards {
 			wstate := &writerState{}
-			e.writers = append(e.writers, spawnFixed(ctx, fmt.Sprintf("writer-%d", i),
+			e.writers = append(e.writers, spawnFixed(ctx, e, fmt.Sprintf("writer-%d", i),
 				func() actor.Actor { return &writerActor{e: e, writerState: wstate} }))
 		}
-		rstate := &receiptsState{}
-		e.receipts = spawnFixed(ctx, "receipts", func() actor.Actor { return &receiptsActor{e: e, st: rstate} })
+		for i := range e.opts.ReceiptsShards {
+			rstate := &receiptsState{}
+			e.receipts = append(e.receipts, spawnFixed(ctx, e, fmt.Sprintf("receipts-%d", i),
+				func() actor.Actor { return &receiptsActor{e: e, st: rstate} }))
+		}
 		for _, n := range carriers.Networks() {
 			st := newLinkState(e, n)
-			e.links[n] = spawnFixed(ctx, "link-"+n.String(), func() actor.Actor { return &linkActor{e: e, st: st} })
+			e.links[n] = spawnFixed(ctx, e, "link-"+n.String(), func() actor.Actor { return &linkActor{e: e, st: st} })
 		}
-		e.reconciler = spawnFixed(ctx, "reconciler", func() actor.Actor { return &reconcilerActor{e: e} })
+		e.reconciler = spawnFixed(ctx, e, "reconciler", func() actor.Actor { return &reconcilerActor{e: e} })
 		close(s.ready)
 	case *getTenant:
 		pid, ok := s.tenants[msg.id]
 		if !ok {
 			id := msg.id
 			var err error
-			pid, err = ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &tenantActor{e: s.e, id: id} },
-				actor.WithSupervisor(restartStrategy())), "tenant-"+id.String())
+			pid, err = ctx.SpawnNamed(s.e.props(func() actor.Actor { return &tenantActor{e: s.e, id: id} }), "tenant-"+id.String())
 			if err != nil {
 				ctx.Respond(fmt.Errorf("spawn tenant: %w", err))
 				return
@@ -83,8 +85,8 @@ func (s *supervisorActor) forget(id uuid.UUID, pid *actor.PID) {
 	}
 }
 
-func spawnFixed(ctx actor.Context, name string, producer actor.Producer) *actor.PID {
-	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(producer, actor.WithSupervisor(restartStrategy())), name)
+func spawnFixed(ctx actor.Context, e *Engine, name string, producer actor.Producer) *actor.PID {
+	pid, err := ctx.SpawnNamed(e.props(producer), name)
 	if err != nil {
 		panic(fmt.Sprintf("spawn %s: %v", name, err)) // names are fixed; a clash is a programming error
 	}

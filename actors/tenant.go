@@ -329,8 +329,7 @@ func (t *tenantActor) startJobs(ctx actor.Context) {
 		t.waiting = t.waiting[1:]
 		t.e.m.jobsWaiting.Dec()
 		st := &jobState{start: js, tenant: ctx.Self()}
-		_, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &jobActor{e: t.e, st: st} },
-			actor.WithSupervisor(restartStrategy())), "job-"+js.job.ID.String())
+		_, err := ctx.SpawnNamed(t.e.props(func() actor.Actor { return &jobActor{e: t.e, st: st} }), "job-"+js.job.ID.String())
 		if err != nil {
 			// Already dispatching (a resume raced a live job): nothing to do.
 			t.e.log.Debug("job already running", slog.String("job_id", js.job.ID.String()))

@@ -98,6 +98,10 @@ func BenchmarkDispatch1M(b *testing.B) {
 	b.ReportMetric(jobs*per/elapsed.Seconds(), "msgs/s")
 	b.ReportMetric(jobs*per/accepted.Seconds(), "accepted_msgs/s")
 	b.ReportMetric(<-peak, "peak_rss_MB")
+	for _, op := range []string{"expand", "receipts", "progress"} {
+		n.logMeans("tuma_db_batch_duration_seconds", `op="`+op+`"`)
+		n.logMeans("tuma_db_batch_size", `op="`+op+`"`)
+	}
 	n.logTableStats()
 }
 

@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -14,6 +15,33 @@ import (
 func registerUUID(m *pgtype.Map) {
 	m.TryWrapEncodePlanFuncs = append([]pgtype.TryWrapEncodePlanFunc{tryWrapUUIDEncode}, m.TryWrapEncodePlanFuncs...)
 	m.TryWrapScanPlanFuncs = append([]pgtype.TryWrapScanPlanFunc{tryWrapUUIDScan}, m.TryWrapScanPlanFuncs...)
+	// pgx asks a codec to plan a scan before it tries the wrappers, and settles for
+	// uuid.UUID's sql.Scanner (a string, parsed back) when the codec declines: so the uuid
+	// codec itself must know uuid.UUID.
+	m.RegisterType(&pgtype.Type{Name: "uuid", OID: pgtype.UUIDOID, Codec: uuidCodec{}})
+}
+
+// uuidCodec is pgx's UUIDCodec that also scans binary uuids straight into uuid.UUID.
+type uuidCodec struct{ pgtype.UUIDCodec }
+
+func (c uuidCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any) pgtype.ScanPlan {
+	if _, ok := target.(*uuid.UUID); ok && format == pgtype.BinaryFormatCode {
+		return scanBinaryUUID{}
+	}
+	return c.UUIDCodec.PlanScan(m, oid, format, target)
+}
+
+type scanBinaryUUID struct{}
+
+func (scanBinaryUUID) Scan(src []byte, dst any) error {
+	if src == nil {
+		return errors.New("cannot scan NULL into uuid.UUID")
+	}
+	if len(src) != 16 {
+		return fmt.Errorf("invalid length for uuid: %d", len(src))
+	}
+	copy(dst.(*uuid.UUID)[:], src)
+	return nil
 }
 
 // pgUUID is uuid.UUID seen through pgtype's UUID interfaces.
