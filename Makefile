@@ -45,8 +45,9 @@ lint: vet fmt-check
 # The engine benchmarks, each run in its own process so one's heap never counts in another's RSS.
 ENGINE_BENCHES := Accept10k Accept10kFlood Dispatch1M SmallSendsAccept SmallSends QueuedMemory
 
-## bench: Go micro-benchmarks, then the engine benchmarks with a table against their targets
-bench: stores
+## bench: Go micro-benchmarks; the engine benchmarks against their targets; then a short
+## `tuma bench` of every scenario against a node it starts (BENCH_DURATION, default 10s)
+bench: stores build
 	@echo "== Micro-benchmarks"
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $$($(GO) list ./... | grep -v '/bench$$')
 	@echo
@@ -54,6 +55,8 @@ bench: stores
 	@for b in $(ENGINE_BENCHES); do \
 		$(GO) test -run '^$$' -bench "^Benchmark$$b\$$" -benchtime 1x -timeout 30m ./bench/ | grep -E '^Benchmark' || exit 1; \
 	done | tee bench.out | $(GO) run ./bench/internal/benchtable
+	@echo
+	@bench/suite.sh
 
 ## fuzz: run every fuzz target for FUZZTIME each (corpora live in testdata/fuzz)
 fuzz:

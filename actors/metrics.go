@@ -121,7 +121,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
-	// Every network's series exist from the start, so dashboards and alerts see zeros.
+	// Every series exists from the start, so dashboards and alerts see zeros, not nothing.
+	for _, kind := range []string{"tenant", "job", "link", "writer", "receipts", "reconciler", "other"} {
+		m.restarts.WithLabelValues(kind)
+	}
+	for _, op := range []string{"accept", "expand", "receipts", "progress"} {
+		m.batchErrors.WithLabelValues(op)
+	}
 	for _, n := range carriers.Networks() {
 		l := n.String()
 		m.accepted.WithLabelValues(l)

@@ -1,6 +1,7 @@
-// Package bench holds Tuma's end-to-end benchmarks: a whole node in this process, driven over
-// HTTP on loopback, against the simulated networks with no TPS cap. Run with `make bench`.
 package bench
+
+// The engine benchmarks: a whole node in this process, driven over HTTP on loopback, against
+// the simulated networks with no TPS cap. `make bench` runs each in its own process.
 
 import (
 	"fmt"

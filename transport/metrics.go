@@ -13,6 +13,7 @@ type httpMetrics struct {
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 	panics   prometheus.Counter
+	depUp    *prometheus.GaugeVec // dependency: 1 up, 0 down, as last probed
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
@@ -34,8 +35,12 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Namespace: "tuma", Subsystem: "http", Name: "panics_total",
 			Help: "Handler panics recovered into 500 responses.",
 		}),
+		depUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "tuma", Subsystem: "dependency", Name: "up",
+			Help: "Whether a dependency answered its last probe (1) or not (0): postgres, redis.",
+		}, []string{"dependency"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.panics} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.panics, m.depUp} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

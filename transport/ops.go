@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	swaggerfiles "github.com/swaggo/files/v2"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
@@ -46,7 +48,7 @@ func (s *Server) readyz(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	for _, c := range s.Checks {
 		wg.Go(func() {
 			st := "up"
-			if err := c.Probe(ctx); err != nil {
+			if !s.probe(ctx, c) {
 				st = "down"
 			}
 			mu.Lock()
@@ -70,13 +72,52 @@ func (s *Server) readyz(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	return writeJSON(rc, status, out)
 }
 
+// probe runs one check and records its result in tuma_dependency_up.
+func (s *Server) probe(ctx context.Context, c Check) bool {
+	up := c.Probe(ctx) == nil
+	v := 0.0
+	if up {
+		v = 1
+	}
+	s.metrics.depUp.WithLabelValues(c.Name).Set(v)
+	return up
+}
+
+// WatchDependencies probes every dependency each period until ctx ends, so
+// tuma_dependency_up is fresh whether or not anyone asks /readyz.
+func (s *Server) WatchDependencies(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		for _, c := range s.Checks {
+			pctx, cancel := context.WithTimeout(ctx, min(every, 2*time.Second))
+			s.probe(pctx, c)
+			cancel()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// MetricsTimeHeader says when the exposition's values were read (RFC 3339, nanoseconds):
+// rates measured between scrapes are exact however late a scrape was answered.
+const MetricsTimeHeader = "X-Tuma-Metrics-Time"
+
 func (s *Server) metricsHandler() handler {
-	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{
-		EnableOpenMetrics: true,
-		ErrorLog:          slogPrintln{s.Log},
-	}))
+	opts := promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slogPrintln{s.Log}}
 	return func(_ context.Context, rc *fasthttp.RequestCtx) error {
-		h(rc)
+		var at time.Time
+		g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+			at = time.Now()
+			return s.Gatherer.Gather()
+		})
+		fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(g, opts))(rc)
+		if !at.IsZero() {
+			rc.Response.Header.Set(MetricsTimeHeader, at.UTC().Format(time.RFC3339Nano))
+		}
 		return nil
 	}
 }

@@ -4,16 +4,20 @@
 //	tuma migrate   apply database migrations and exit
 //	tuma config    print the effective configuration, secrets redacted
 //	tuma version   print the version
+//	tuma bench     drive a running Tuma with load and measure it (see bench.Usage)
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/tuma-sms/tuma/bench"
 	"github.com/tuma-sms/tuma/cmd/tuma/app"
 )
 
@@ -46,6 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	case "help", "--help", "-h":
 		_, err := fmt.Fprintln(stdout, usage)
 		return err
+	case "bench": // a client of a running node: no server configuration
+		return runBench(ctx, args[1:], stdout, stderr, lookup)
 	case "serve", "migrate":
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
@@ -74,6 +80,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	return a.Run(ctx)
 }
 
+// runBench is `tuma bench [compare|summary] …`.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
+	if len(args) > 0 && args[0] == "summary" {
+		if len(args) < 2 {
+			return errors.New("summary needs result files: tuma bench summary bench/results/*.json")
+		}
+		return bench.Summary(args[1:], stdout)
+	}
+	if len(args) > 0 && args[0] == "compare" {
+		opts, err := bench.ParseCompareArgs(args[1:], stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return bench.Compare(opts, stdout)
+	}
+	cfg, err := bench.ParseArgs(args, lookup, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return bench.Run(ctx, cfg, stdout, stderr)
+}
+
 const usage = `usage: tuma [command]
 
 commands:
@@ -81,5 +115,6 @@ commands:
   migrate   apply database migrations and exit
   config    print the effective configuration, secrets redacted
   version   print the version
+  bench     load-test a running Tuma over HTTP; tuma bench -h for its flags
 
 Configuration comes from TUMA_* environment variables; see README.md.`

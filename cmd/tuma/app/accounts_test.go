@@ -357,6 +357,10 @@ func TestServesWhenRedisIsCut(t *testing.T) {
 			if r.Status != 200 {
 				t.Fatalf("degraded readyz = %d; want 200 (still serving)", r.Status)
 			}
+			m := string(n.do("GET", "/metrics", nil).Body)
+			if !strings.Contains(m, `tuma_dependency_up{dependency="redis"} 0`) || !strings.Contains(m, `tuma_dependency_up{dependency="postgres"} 1`) {
+				t.Errorf("tuma_dependency_up does not show Redis down and PostgreSQL up")
+			}
 			break
 		}
 		if time.Now().After(deadline) {

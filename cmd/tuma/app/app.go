@@ -248,6 +248,7 @@ func (a *App) Run(ctx context.Context) error {
 	var work sync.WaitGroup
 	work.Go(func() { a.outbox.Run(workCtx) })
 	work.Go(func() { a.confirm.Reconcile(workCtx, payments.ReconcileOptions{}) })
+	work.Go(func() { a.http.WatchDependencies(workCtx, 5*time.Second) })
 	if a.hooks != nil {
 		work.Go(func() { a.hooks.Run(workCtx) })
 	}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The second half of `make bench`: a short `tuma bench` of every scenario against a Tuma this
+# script starts (built from this tree, on simulated networks, on a database of its own), then
+# one line per scenario. The throttled scenario gets a node of its own, its links capped.
+#
+#   BENCH_DURATION   how long each scenario sends (default 10s; soak runs twice as long)
+#   BENCH_OUT        where results go (default bench/results: one JSON file per scenario)
+#   BENCH_PORT       port of the node under test (default 18080)
+#   BENCH_DATABASE_URL  its database (default postgres://postgres@127.0.0.1:5432/tuma_bench)
+#
+# Compare two runs with: bin/tuma bench compare OLD/bulk.json NEW/bulk.json
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=bin/tuma
+OUT=${BENCH_OUT:-bench/results}
+DURATION=${BENCH_DURATION:-10s}
+PORT=${BENCH_PORT:-18080}
+DB=${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/tuma_bench?sslmode=disable}
+CAPS=safaricom=100,airtel=50,telkom=20
+TOKEN="bench-suite-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
+case "$DURATION" in
+*[!0-9]*s | s | *[!s]) echo "bench: BENCH_DURATION must be whole seconds, like 10s" >&2; exit 2 ;;
+esac
+URL="http://127.0.0.1:$PORT"
+mkdir -p "$OUT"
+rm -f "$OUT"/*.json
+
+# A fresh database each time, so tables do not grow from run to run (needs psql; without it
+# the database is reused, which only makes later runs a little slower).
+if command -v psql >/dev/null 2>&1; then
+	admin=$(printf '%s' "$DB" | sed -E 's#/[^/?]+(\?|$)#/postgres\1#')
+	name=$(printf '%s' "$DB" | sed -E 's#^.*/([^/?]+)(\?.*)?$#\1#')
+	psql "$admin" -qAt -c "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" >/dev/null
+fi
+
+pid=
+stop() {
+	if [ -n "$pid" ]; then
+		kill -TERM "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		pid=
+	fi
+}
+trap stop EXIT
+
+# start NAME [VAR=value …]: a node on the simulated networks, waiting until it is ready.
+start() {
+	local name=$1
+	shift
+	env TUMA_HTTP_ADDR="127.0.0.1:$PORT" TUMA_DATABASE_URL="$DB" TUMA_REDIS_PREFIX="tuma-bench:" \
+		TUMA_ADMIN_TOKEN="$TOKEN" TUMA_ACCESS_LOG=false TUMA_LOG_LEVEL=warn TUMA_BCRYPT_COST=6 \
+		TUMA_RATE_LIMIT_RPS=0 "$@" "$BIN" serve >"$OUT/server-$name.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 120); do
+		if curl -fsS "$URL/readyz" >/dev/null 2>&1; then
+			return 0
+		fi
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "bench: the node did not start; see $OUT/server-$name.log" >&2
+			tail -5 "$OUT/server-$name.log" >&2
+			exit 1
+		fi
+		sleep 0.5
+	done
+	echo "bench: the node did not become ready within a minute" >&2
+	exit 1
+}
+
+# run SCENARIO [flags…]: a run whose checks fail is reported at the end, the others still run.
+failed=()
+run() {
+	local scenario=$1
+	shift
+	if ! "$BIN" bench --url "$URL" --admin-token "$TOKEN" --scenario "$scenario" --json "$OUT/$scenario.json" "$@"; then
+		failed+=("$scenario")
+	fi
+}
+
+echo "== tuma bench: every scenario against a node on simulated networks ($DURATION each)"
+start open
+run bulk --duration "$DURATION"
+run small --duration "$DURATION"
+run mixed --duration "$DURATION"
+run soak --duration "$(( ${DURATION%s} * 2 ))s"
+stop
+
+start throttled TUMA_LINK_TPS="$CAPS"
+run throttled --caps "$CAPS"
+stop
+
+echo
+echo "== Summary (results in $OUT; compare runs with bin/tuma bench compare)"
+"$BIN" bench summary "$OUT"/*.json
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "bench: checks failed in: ${failed[*]} (see above)" >&2
+	exit 1
+fi
