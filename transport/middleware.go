@@ -47,6 +47,10 @@ func (s *Server) handle(method, path string, acc access, h handler) {
 }
 
 func (s *Server) wrap(method, route string, acc access, h handler) fasthttp.RequestHandler {
+	var rm *routeMetrics
+	if method != "" {
+		rm = s.metrics.forRoute(route, method)
+	}
 	return func(rc *fasthttp.RequestCtx) {
 		start := time.Now()
 		reqID := s.reqIDs.of(rc)
@@ -67,7 +71,11 @@ func (s *Server) wrap(method, route string, acc access, h handler) fasthttp.Requ
 				m = string(rc.Method())
 			}
 			elapsed := time.Since(start)
-			s.metrics.observe(route, m, status, elapsed)
+			if rm != nil {
+				rm.observe(status, elapsed)
+			} else {
+				s.metrics.observe(route, m, status, elapsed)
+			}
 			if s.opts.AccessLog {
 				attrs := []slog.Attr{
 					slog.String("request_id", reqID), slog.String("method", m), slog.String("route", route),

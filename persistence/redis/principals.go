@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -31,6 +32,34 @@ type Principals struct {
 	held     map[string]held      // values this node just published (see localHold)
 	pending  map[string]string    // writes that failed while Redis was down, replayed on recovery
 	lastTidy time.Time
+
+	lookups sync.Map // "k"+hash or "a"+account id → *lookup, so a warm lookup builds nothing
+	nLookup atomic.Int64
+}
+
+// lookup is a cached GET, built once: formatting the key and hashing its slot were a fifth of
+// a cached lookup. The command is pinned, so rueidis lets it be sent again and again.
+type lookup struct {
+	key string
+	cmd rueidis.Cacheable
+}
+
+// maxLookups bounds the built lookups (one per API key and account in use); past it they
+// are forgotten and built again as needed.
+const maxLookups = 100_000
+
+func (p *Principals) lookupFor(rc rueidis.Client, id string, key func() string) *lookup {
+	if l, ok := p.lookups.Load(id); ok {
+		return l.(*lookup)
+	}
+	k := key()
+	l := &lookup{key: k, cmd: rc.B().Get().Key(k).Cache().Pin()}
+	if p.nLookup.Add(1) > maxLookups {
+		p.lookups.Clear()
+		p.nLookup.Store(1)
+	}
+	p.lookups.Store(id, l)
+	return l
 }
 
 // NewPrincipals returns a cache whose entries live ttl.
@@ -48,11 +77,15 @@ func (p *Principals) acctKey(id string) string  { return p.c.Key("acct", id) }
 // answer (miss, Redis down) and the caller must ask the database; found is false for a key
 // known not to authenticate.
 func (p *Principals) KeyAccount(ctx context.Context, hash []byte) (id string, found, hit bool) {
-	k := p.keyKey(hash)
-	if p.isRevoked(k) {
+	rc := p.live()
+	if rc == nil {
 		return "", false, false
 	}
-	v, ok := p.get(ctx, k)
+	l := p.lookupFor(rc, "k"+string(hash), func() string { return p.keyKey(hash) })
+	if p.isRevoked(l.key) {
+		return "", false, false
+	}
+	v, ok := p.get(ctx, rc, l.cmd)
 	if !ok {
 		return "", false, false
 	}
@@ -82,11 +115,15 @@ func (p *Principals) RevokeKey(ctx context.Context, hash []byte) {
 
 // AccountStatus returns the cached status of an account.
 func (p *Principals) AccountStatus(ctx context.Context, accountID string) (status string, hit bool) {
-	k := p.acctKey(accountID)
-	if v, ok := p.heldValue(k); ok {
+	rc := p.live()
+	if rc == nil {
+		return "", false
+	}
+	l := p.lookupFor(rc, "a"+accountID, func() string { return p.acctKey(accountID) })
+	if v, ok := p.heldValue(l.key); ok {
 		return v, true
 	}
-	return p.get(ctx, k)
+	return p.get(ctx, rc, l.cmd)
 }
 
 // FillAccountStatus records the database's status for an account, unless a newer one is cached.
@@ -128,20 +165,21 @@ func (p *Principals) heldValue(key string) (string, bool) {
 // get reads through client-side caching. It takes no timer of its own: a hit never leaves
 // the process, and a miss is bounded by the caller's deadline and by rueidis dropping a dead
 // connection (ConnWriteTimeout), after which the client is marked down and skipped.
-func (p *Principals) get(ctx context.Context, key string) (string, bool) {
-	if !p.c.up.Load() {
-		return "", false
-	}
-	rc := p.c.conn()
-	if rc == nil {
-		return "", false
-	}
-	v, err := rc.DoCache(ctx, rc.B().Get().Key(key).Cache(), p.ttl).ToString()
+func (p *Principals) get(ctx context.Context, rc rueidis.Client, cmd rueidis.Cacheable) (string, bool) {
+	v, err := rc.DoCache(ctx, cmd, p.ttl).ToString()
 	if err != nil {
 		p.c.failed(err)
 		return "", false
 	}
 	return v, true
+}
+
+// live is the Redis client while Redis is up, else nil (the caller asks the database).
+func (p *Principals) live() rueidis.Client {
+	if !p.c.up.Load() {
+		return nil
+	}
+	return p.c.conn()
 }
 
 func (p *Principals) setNX(ctx context.Context, key, val string, ttl time.Duration) {
