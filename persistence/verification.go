@@ -145,6 +145,36 @@ func verifyAccount(ctx context.Context, tx pgx.Tx, accountID uuid.UUID, email st
 	return &w, err
 }
 
+// lockUnverified locks an account row for a verification step and returns its email:
+// ErrNotFound when there is no such account, ErrAlreadyVerified when there is nothing to do.
+func lockUnverified(ctx context.Context, tx pgx.Tx, accountID uuid.UUID) (string, error) {
+	var (
+		email    string
+		verified bool
+	)
+	err := tx.QueryRow(ctx, `SELECT email, is_verified FROM accounts WHERE id = $1 FOR UPDATE`, accountID).Scan(&email, &verified)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", ErrNotFound
+	case err != nil:
+		return "", err
+	case verified:
+		return "", ErrAlreadyVerified
+	}
+	return email, nil
+}
+
+// replaceCode makes c the account's one live code (attempts start again) and queues its mail.
+func replaceCode(ctx context.Context, tx pgx.Tx, accountID uuid.UUID, c NewCode) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO verification_codes (account_id, code_hash, email, expires_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (account_id) DO UPDATE SET code_hash = EXCLUDED.code_hash, email = EXCLUDED.email,
+			expires_at = EXCLUDED.expires_at, attempts = 0, created_at = now()`,
+		accountID, c.Hash, c.Email, c.ExpiresAt); err != nil {
+		return err
+	}
+	return queueEmail(ctx, tx, c.Mail)
+}
+
 // NewCode is a verification code to store (hashed) and mail.
 type NewCode struct {
 	Hash      []byte
@@ -154,30 +184,14 @@ type NewCode struct {
 }
 
 // SetVerificationCode replaces the account's code (resetting its attempts) and queues its
-// email. It returns the account's email, for the caller's mail.
+// email; c makes the code for the account's current address.
 func (s *Store) SetVerificationCode(ctx context.Context, accountID uuid.UUID, c func(email string) NewCode) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var (
-			email    string
-			verified bool
-		)
-		if err := tx.QueryRow(ctx, `SELECT email, is_verified FROM accounts WHERE id = $1 FOR UPDATE`, accountID).Scan(&email, &verified); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return ErrNotFound
-			}
+		email, err := lockUnverified(ctx, tx, accountID)
+		if err != nil {
 			return err
 		}
-		if verified {
-			return ErrAlreadyVerified
-		}
-		code := c(email)
-		if _, err := tx.Exec(ctx, `INSERT INTO verification_codes (account_id, code_hash, email, expires_at) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (account_id) DO UPDATE SET code_hash = EXCLUDED.code_hash, email = EXCLUDED.email,
-				expires_at = EXCLUDED.expires_at, attempts = 0, created_at = now()`,
-			accountID, code.Hash, code.Email, code.ExpiresAt); err != nil {
-			return err
-		}
-		return queueEmail(ctx, tx, code.Mail)
+		return replaceCode(ctx, tx, accountID, c(email))
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyVerified) {
 		err = fmt.Errorf("set verification code: %w", err)
@@ -192,15 +206,8 @@ func (s *Store) VerifyCode(ctx context.Context, accountID uuid.UUID, hash []byte
 	v := Verified{AccountID: accountID}
 	var wrong *WrongCodeError
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var verified bool
-		if err := tx.QueryRow(ctx, `SELECT is_verified FROM accounts WHERE id = $1 FOR UPDATE`, accountID).Scan(&verified); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return ErrNotFound
-			}
+		if _, err := lockUnverified(ctx, tx, accountID); err != nil {
 			return err
-		}
-		if verified {
-			return ErrAlreadyVerified
 		}
 		var (
 			stored   []byte
@@ -249,15 +256,8 @@ func (s *Store) VerifyCode(ctx context.Context, accountID uuid.UUID, hash []byte
 // sent to the old one, and queues a fresh link and code to the new one.
 func (s *Store) ChangePendingEmail(ctx context.Context, accountID uuid.UUID, email string, link NewLink, code NewCode) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var verified bool
-		if err := tx.QueryRow(ctx, `SELECT is_verified FROM accounts WHERE id = $1 FOR UPDATE`, accountID).Scan(&verified); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return ErrNotFound
-			}
+		if _, err := lockUnverified(ctx, tx, accountID); err != nil {
 			return err
-		}
-		if verified {
-			return ErrAlreadyVerified
 		}
 		if _, err := tx.Exec(ctx, `UPDATE accounts SET email = $2, updated_at = now() WHERE id = $1`, accountID, email); err != nil {
 			return err
@@ -268,13 +268,7 @@ func (s *Store) ChangePendingEmail(ctx context.Context, accountID uuid.UUID, ema
 		if err := addLink(ctx, tx, accountID, link); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO verification_codes (account_id, code_hash, email, expires_at) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (account_id) DO UPDATE SET code_hash = EXCLUDED.code_hash, email = EXCLUDED.email,
-				expires_at = EXCLUDED.expires_at, attempts = 0, created_at = now()`,
-			accountID, code.Hash, code.Email, code.ExpiresAt); err != nil {
-			return err
-		}
-		return queueEmail(ctx, tx, code.Mail)
+		return replaceCode(ctx, tx, accountID, code)
 	})
 	switch {
 	case isUniqueViolation(err, "accounts_email_key"):

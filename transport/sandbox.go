@@ -142,18 +142,25 @@ func randomCode(n int) string {
 	return string(b)
 }
 
-// checkoutPage renders the sandbox's hosted checkout.
-func (s *Server) checkoutPage(ctx context.Context, rc *fasthttp.RequestCtx) error {
+// checkout finds the transaction of the checkout page asked for. found is false when the
+// answer (a 404 page, or the sandbox being off) is already written or returned.
+func (s *Server) checkout(ctx context.Context, rc *fasthttp.RequestCtx) (t persistence.SandboxTx, found bool, err error) {
 	if s.Sandbox == nil {
-		return notFound("no route matches this path")
+		return t, false, notFound("no route matches this path")
 	}
 	code, _ := rc.UserValue("access_code").(string)
-	t, err := s.Sandbox.Store.SandboxByAccessCode(ctx, code)
+	t, err = s.Sandbox.Store.SandboxByAccessCode(ctx, code)
 	if errors.Is(err, persistence.ErrNotFound) {
-		return writeHTML(rc, http.StatusNotFound, checkoutView{Title: "Checkout not found",
+		return t, false, writeHTML(rc, http.StatusNotFound, checkoutView{Title: "Checkout not found",
 			Note: "This checkout link is not valid. Start the top-up again from your account."})
 	}
-	if err != nil {
+	return t, err == nil, err
+}
+
+// checkoutPage renders the sandbox's hosted checkout.
+func (s *Server) checkoutPage(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	t, found, err := s.checkout(ctx, rc)
+	if !found {
 		return err
 	}
 	return writeHTML(rc, http.StatusOK, newCheckoutView(t, ""))
@@ -161,18 +168,11 @@ func (s *Server) checkoutPage(ctx context.Context, rc *fasthttp.RequestCtx) erro
 
 // checkoutAction is the Pay or Cancel button (a plain form post: no JavaScript needed).
 func (s *Server) checkoutAction(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	if s.Sandbox == nil {
-		return notFound("no route matches this path")
-	}
-	code, _ := rc.UserValue("access_code").(string)
-	t, err := s.Sandbox.Store.SandboxByAccessCode(ctx, code)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return writeHTML(rc, http.StatusNotFound, checkoutView{Title: "Checkout not found",
-			Note: "This checkout link is not valid. Start the top-up again from your account."})
-	}
-	if err != nil {
+	t, found, err := s.checkout(ctx, rc)
+	if !found {
 		return err
 	}
+	code := t.AccessCode
 	var status string
 	switch string(rc.PostArgs().Peek("action")) {
 	case "pay":

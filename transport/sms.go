@@ -26,6 +26,21 @@ type sendResponse struct {
 const maxIdempotencyKey = 255
 
 func (s *Server) send(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	return s.idempotent(ctx, rc, func(p auth.Principal, key *persistence.IdempotencyKey) error {
+		res, err := s.sendOnce(ctx, rc, p, key)
+		if err != nil {
+			return err
+		}
+		return writeJSON(rc, http.StatusAccepted, sendResponse{JobID: res.JobID, RecipientsCount: res.Recipients,
+			CostKES: kes(res.CostCents), Status: "sent"})
+	})
+}
+
+// idempotent runs a JSON POST that honours Idempotency-Key: a replay of a completed request
+// answers as the first time did and runs nothing; run stores its response with the key (in the
+// transaction that makes its effect durable), and when it fails having done nothing the key is
+// released, so the client may retry with it.
+func (s *Server) idempotent(ctx context.Context, rc *fasthttp.RequestCtx, run func(p auth.Principal, key *persistence.IdempotencyKey) error) error {
 	if err := checkJSONContentType(rc); err != nil {
 		return err
 	}
@@ -40,16 +55,13 @@ func (s *Server) send(ctx context.Context, rc *fasthttp.RequestCtx) error {
 			return err
 		}
 	}
-	res, err := s.sendOnce(ctx, rc, p, key)
-	if err != nil {
+	if err := run(p, key); err != nil {
 		if key != nil {
-			// Nothing was charged: let the client retry with the same key.
 			_ = s.Idempotency.ReleaseIdempotencyKey(context.WithoutCancel(ctx), *key)
 		}
 		return err
 	}
-	return writeJSON(rc, http.StatusAccepted, sendResponse{JobID: res.JobID, RecipientsCount: res.Recipients,
-		CostKES: kes(res.CostCents), Status: "sent"})
+	return nil
 }
 
 func (s *Server) sendOnce(ctx context.Context, rc *fasthttp.RequestCtx, p auth.Principal, key *persistence.IdempotencyKey) (actors.SendResult, error) {

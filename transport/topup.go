@@ -49,32 +49,16 @@ type checkoutJSON struct {
 }
 
 func (s *Server) topup(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	if err := checkJSONContentType(rc); err != nil {
-		return err
-	}
-	p := principal(rc)
-	key, err := idempotencyKey(rc, p)
-	if err != nil {
-		return err
-	}
-	if key != nil {
-		replay, err := s.claim(ctx, rc, *key)
-		if err != nil || replay {
+	return s.idempotent(ctx, rc, func(p auth.Principal, key *persistence.IdempotencyKey) error {
+		body, err := s.topupOnce(ctx, rc, p, key)
+		if err != nil {
 			return err
 		}
-	}
-	body, err := s.topupOnce(ctx, rc, p, key)
-	if err != nil {
-		if key != nil {
-			// Nothing was started: the client may retry with the same key.
-			_ = s.Idempotency.ReleaseIdempotencyKey(context.WithoutCancel(ctx), *key)
-		}
-		return err
-	}
-	rc.Response.Header.SetContentType("application/json; charset=utf-8")
-	rc.SetStatusCode(http.StatusOK)
-	rc.SetBody(body)
-	return nil
+		rc.Response.Header.SetContentType("application/json; charset=utf-8")
+		rc.SetStatusCode(http.StatusOK)
+		rc.SetBody(body)
+		return nil
+	})
 }
 
 // topupOnce starts a checkout: the payment and its reference are stored before the provider
