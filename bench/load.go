@@ -98,6 +98,7 @@ type tally struct {
 	accepted  int64 // recipients the 202s took (recipients_count)
 	lat       []time.Duration
 	at        []time.Duration // when each accepted send started, since the load began
+	jobs      []jobStart      // the job each accepted send created, and when the send began
 }
 
 func (t *tally) add(o *tally) {
@@ -113,6 +114,7 @@ func (t *tally) add(o *tally) {
 	t.accepted += o.accepted
 	t.lat = append(t.lat, o.lat...)
 	t.at = append(t.at, o.at...)
+	t.jobs = append(t.jobs, o.jobs...)
 }
 
 // live are the counters the progress display reads while the clients run.
@@ -161,10 +163,12 @@ func (l *loader) send(t *tenant, body []byte, n int, tl *tally, since time.Time)
 		tl.s2xx++
 		got := int64(n)
 		var r struct {
+			JobID           string `json:"job_id"`
 			RecipientsCount *int64 `json:"recipients_count"`
 		}
 		if json.Unmarshal(resp.Body(), &r) == nil && r.RecipientsCount != nil {
 			got = *r.RecipientsCount // duplicates are sent once
+			tl.jobs = append(tl.jobs, jobStart{id: r.JobID, at: start})
 		} else {
 			tl.badBody++
 		}

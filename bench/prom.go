@@ -19,11 +19,12 @@ const (
 	metricDelivered = "tuma_messages_delivered_total"
 	metricFailed    = "tuma_messages_failed_total"
 	metricRequests  = "tuma_http_requests_total"
+	metricE2E       = "tuma_messages_end_to_end_seconds_bucket"
 )
 
 func wantedMetrics() map[string]bool {
 	return map[string]bool{metricCPU: true, metricRSS: true, metricAccepted: true, metricAttempts: true,
-		metricDelivered: true, metricFailed: true, metricRequests: true}
+		metricDelivered: true, metricFailed: true, metricRequests: true, metricE2E: true}
 }
 
 // promSample is one line of the Prometheus text format.
@@ -138,6 +139,7 @@ type snapshot struct {
 	failed    float64                      // every stage
 	send202   float64                      // POST /sms/send answered 202
 	submitted map[carriers.Network]float64 // submits started, per network (the egress)
+	e2e       map[float64]float64          // acceptance-to-delivery histogram: le → count, all networks
 }
 
 func newSnapshot(at time.Time, s []promSample) snapshot {
@@ -150,6 +152,15 @@ func newSnapshot(at time.Time, s []promSample) snapshot {
 		failed:    sumProm(s, metricFailed),
 		send202:   sumProm(s, metricRequests, "route", "/sms/send", "method", "POST", "code", "202"),
 		submitted: map[carriers.Network]float64{},
+		e2e:       map[float64]float64{},
+	}
+	for _, x := range s {
+		if x.name != metricE2E || x.labels["outcome"] != "delivered" {
+			continue
+		}
+		if le, err := strconv.ParseFloat(x.labels["le"], 64); err == nil {
+			sn.e2e[le] += x.value
+		}
 	}
 	for _, n := range carriers.Networks() {
 		sn.submitted[n] = sumProm(s, metricAttempts, "network", n.String())

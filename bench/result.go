@@ -29,6 +29,7 @@ type Result struct {
 	Requests   Requests          `json:"requests"`
 	Messages   Messages          `json:"messages"`
 	Latency    Latency           `json:"accept_latency"` // of the sends answered 2xx
+	EndToEnd   EndToEnd          `json:"end_to_end_latency"`
 	Throughput Throughput        `json:"throughput"`
 	Server     Server            `json:"server"`
 	Egress     []Egress          `json:"egress,omitempty"`
@@ -136,6 +137,7 @@ type observed struct {
 	samples     []snapshot
 	finalOK     bool // the final scrape worked: the server's deltas are known
 	scrapeErrs  int64
+	e2e         EndToEnd
 }
 
 // newResult summarises a run and checks its numbers against each other.
@@ -152,6 +154,7 @@ func newResult(ctx context.Context, o observed) Result {
 		Failed: d.stats.Failed, Unconfirmed: d.unconfirmed, Drained: d.drained}
 	r.Windows = windows(l, o.samples)
 	r.Latency = summarise(slices.Clone(l.lat)) // sorting in place would unpair lat and at
+	r.EndToEnd = o.e2e
 
 	loadS := l.end.Sub(l.start).Seconds()
 	t := Throughput{LoadS: loadS, RequestsPerS: ratio(float64(l.requests), loadS),
@@ -261,6 +264,10 @@ func (r Result) figures() []Figure {
 	add("delivered_per_s", t.DeliveredPerS, "msgs/s", higherBetter)
 	add("final_per_s", t.FinalPerS, "msgs/s", higherBetter)
 	add("end_to_end", t.EndToEndS, "s", lowerBetter)
+	if e := r.EndToEnd; e.Sampled > 0 {
+		add("e2e_p50", e.P50MS, "ms", lowerBetter)
+		add("e2e_p99", e.P99MS, "ms", lowerBetter)
+	}
 	add("drain", t.DrainS, "s", lowerBetter)
 	if s.Known { // else they read 0, which compare would take for a change
 		add("server_cpu_cores", s.CPUCores, "cores", "")
@@ -427,6 +434,7 @@ func (r Result) print(w io.Writer) error {
 	if m.Drained {
 		fmt.Fprintf(tw, "end to end (send → all final)\t%.2f s, of which %.2f s draining after the last answer\n", t.EndToEndS, t.DrainS)
 		fmt.Fprintf(tw, "  end-to-end rate\t%s msgs/s delivered · %s msgs/s delivered or failed\n", rate(t.DeliveredPerS), rate(t.FinalPerS))
+		fmt.Fprintf(tw, "  send → delivered\t%s\n", r.EndToEnd)
 	}
 	fmt.Fprintf(tw, "server CPU\t%.2f cores · %.1f s · %.0f µs per accepted message\n", s.CPUCores, s.CPUSeconds, s.CPUMicrosPerMsg)
 	fmt.Fprintf(tw, "server RSS\t%.0f MB at the end · %.0f MB largest sampled\n", s.RSSMBEnd, s.RSSMBMax)

@@ -72,9 +72,15 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if ferr != nil {
 		fmt.Fprintln(stderr, "tuma bench: final scrape:", ferr)
 	}
+	var sample []time.Duration
+	var sampleErrs int
+	if dr.drained {
+		sample, sampleErrs = sampleEndToEnd(ctx, a, tenants, ld.jobs)
+	}
 
 	res := newResult(ctx, observed{cfg: cfg, runID: id, started: started, load: ld, drain: dr,
-		base: base, final: final, finalOK: ferr == nil, samples: samples, scrapeErrs: smp.errors.Load()})
+		base: base, final: final, finalOK: ferr == nil, samples: samples, scrapeErrs: smp.errors.Load(),
+		e2e: newEndToEnd(sample, sampleErrs, base, final)})
 	res.Accounts = "kept"
 	rerr := retire(ctx, a, cfg, tenants)
 	if !cfg.Keep {

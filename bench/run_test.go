@@ -144,6 +144,10 @@ func checkConsistentExceptProblems(t *testing.T, r Result) {
 	if q.Status2xx != q.Total {
 		t.Errorf("requests %+v; want every send accepted on an idle test server", q)
 	}
+	if e := r.EndToEnd; m.Delivered > 0 && (e.Sampled == 0 || e.P50MS > e.P99MS || e.ServerCount != s.Delivered ||
+		e.ServerP50MS > e.ServerP99MS || e.SampleErrors != 0) {
+		t.Errorf("end-to-end latency %+v with %d delivered (server %v)", e, m.Delivered, s.Delivered)
+	}
 	l := r.Latency
 	if !(l.MinMS <= l.P50MS && l.P50MS <= l.P90MS && l.P90MS <= l.P99MS && l.P99MS <= l.P999MS && l.P999MS <= l.MaxMS) {
 		t.Errorf("latency percentiles out of order: %+v", l)

@@ -15,7 +15,7 @@ func Summary(paths []string, w io.Writer) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tsends\tmsgs accepted\taccepted/s\tdelivered+failed/s\taccept p50 ms\tp99 ms\tend to end s\tserver CPU µs/msg\tserver RSS MB\tverdict\t")
+	fmt.Fprintln(tw, "scenario\tsends\tmsgs accepted\taccepted/s\tdelivered+failed/s\taccept p50 ms\tp99 ms\tdelivered p50 ms\tp99 ms\tserver CPU µs/msg\tserver RSS MB\tverdict\t")
 	for _, f := range files {
 		r, err := ReadResult(f)
 		if err != nil {
@@ -27,9 +27,9 @@ func Summary(paths []string, w io.Writer) error {
 		} else if len(r.Egress) > 0 {
 			verdict = "egress within 2% of every cap"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%s\t\n", r.Scenario, r.Requests.Total,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t\n", r.Scenario, r.Requests.Total,
 			r.Messages.Accepted, r.Throughput.AcceptedPerS, r.Throughput.FinalPerS, r.Latency.P50MS, r.Latency.P99MS,
-			r.Throughput.EndToEndS, r.Server.CPUMicrosPerMsg, r.Server.RSSMBMax, verdict)
+			r.EndToEnd.P50MS, r.EndToEnd.P99MS, r.Server.CPUMicrosPerMsg, r.Server.RSSMBMax, verdict)
 	}
 	return tw.Flush()
 }
