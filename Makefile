@@ -30,6 +30,8 @@ build:
 ## test: vet, gofmt check and every test (unit, integration, end-to-end) with the race detector
 test: vet fmt-check
 	$(GO) test -race -count=1 -timeout 20m ./...
+	@# Allocation counts are only meaningful in a build without the race detector.
+	$(GO) test -count=1 -run 'Allocations$$' ./carriers/sim/
 
 vet:
 	$(GO) vet ./...

@@ -218,7 +218,7 @@ func accountStatuses(t *testing.T, dbURL string) map[string]int {
 // after another (the server's counters are read as deltas, so runs must not overlap).
 func TestScenarios(t *testing.T) {
 	if testing.Short() {
-		t.Skip("drives a whole node")
+		t.Skip("-short: drives a whole node")
 	}
 	s := serveTuma(t, nil)
 	small := func(c *Config) { c.Accounts, c.Concurrency, c.Duration = 4, 4, 2*time.Second }
@@ -264,7 +264,7 @@ func TestScenarios(t *testing.T) {
 // gross errors are failures here.
 func TestThrottledEgress(t *testing.T) {
 	if testing.Short() {
-		t.Skip("drives a whole node for ~20 s")
+		t.Skip("-short: drives a whole node for ~20 s")
 	}
 	caps := "safaricom=100,airtel=50,telkom=20"
 	s := serveTuma(t, map[string]string{"TUMA_LINK_TPS": caps, "TUMA_SIM_OUTCOMES": "delivered=1"})
@@ -323,7 +323,7 @@ func runEgress(t *testing.T, s testServer, cfg Config) (Result, string) {
 // TestRunStopsOnInterrupt cancels a run mid-load: it still retires its accounts and reports.
 func TestRunStopsOnInterrupt(t *testing.T) {
 	if testing.Short() {
-		t.Skip("drives a whole node")
+		t.Skip("-short: drives a whole node")
 	}
 	s := serveTuma(t, nil)
 	cfg := DefaultConfig(ScenarioSmall)
@@ -351,7 +351,7 @@ func TestRunStopsOnInterrupt(t *testing.T) {
 // TestRunBadAdminToken fails at setup, naming the flag.
 func TestRunBadAdminToken(t *testing.T) {
 	if testing.Short() {
-		t.Skip("drives a whole node")
+		t.Skip("-short: drives a whole node")
 	}
 	s := serveTuma(t, nil)
 	cfg := DefaultConfig(ScenarioSmall)

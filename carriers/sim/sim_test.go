@@ -415,7 +415,7 @@ func TestConfigureConcurrentWithSubmit(t *testing.T) {
 
 func TestTPSCap(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs for 1.5 s")
+		t.Skip("-short: runs for 1.5 s")
 	}
 	const (
 		tps     = 200.0
@@ -952,7 +952,7 @@ func TestCloseStopsDelivery(t *testing.T) {
 
 func TestSubmitAllocations(t *testing.T) {
 	if testing.CoverMode() != "" || raceEnabled {
-		t.Skip("instrumented build")
+		t.Skip("instrumented build (race or cover): make test, and so CI, runs it again without the race detector")
 	}
 	n := newNetwork(t, Options{Network: carriers.Safaricom, OnReceipt: func(Receipt) {}})
 	s := submission()
