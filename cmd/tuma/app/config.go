@@ -76,6 +76,9 @@ type Config struct {
 	JWTSecretGenerated bool
 }
 
+// devPaymentSecret signs the sandbox's webhooks in development; production refuses it.
+const devPaymentSecret = "sk_test_tuma_sandbox_secret"
+
 // option is one environment variable: its default, what it means, and how it is read.
 type option struct {
 	name   string
@@ -203,7 +206,7 @@ func options() []option {
 		{"TUMA_PAYMENT_PROVIDER", "sandbox", "sandbox (built-in checkout) or paystack", false,
 			func(c *Config, v string) error { return oneOf(&c.PaymentProvider, v, "sandbox", "paystack") },
 			func(c *Config) string { return c.PaymentProvider }},
-		{"TUMA_PAYMENT_SECRET_KEY", "sk_test_tuma_sandbox_secret", "payment provider secret key (signs and verifies webhooks)", true,
+		{"TUMA_PAYMENT_SECRET_KEY", devPaymentSecret, "payment provider secret key (signs and verifies webhooks)", true,
 			func(c *Config, v string) error { c.PaymentSecretKey = v; return nonEmpty(v) },
 			func(c *Config) string { return c.PaymentSecretKey }},
 		{"TUMA_PAYSTACK_BASE_URL", "https://api.paystack.co", "Paystack API base URL (tests point it at a fake)", false,
@@ -352,6 +355,9 @@ func (c *Config) finish() error {
 	}
 	if c.Env == "production" && c.PaymentProvider == "sandbox" {
 		return errors.New("invalid configuration: TUMA_PAYMENT_PROVIDER=sandbox is for development; set paystack in production")
+	}
+	if c.Env == "production" && c.PaymentSecretKey == devPaymentSecret {
+		return errors.New("invalid configuration: TUMA_PAYMENT_SECRET_KEY is the development default; set the provider's secret key")
 	}
 	return nil
 }

@@ -39,6 +39,8 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{map[string]string{"TUMA_PAYMENT_PROVIDER": "mpesa"}, "TUMA_PAYMENT_PROVIDER"},
 		{map[string]string{"TUMA_JWT_SECRET": "short"}, "TUMA_JWT_SECRET"},
 		{map[string]string{"TUMA_ENV": "production"}, "TUMA_JWT_SECRET"},
+		{map[string]string{"TUMA_ENV": "production", "TUMA_JWT_SECRET": strings.Repeat("s", 32), "TUMA_PAYMENT_PROVIDER": "paystack"},
+			"TUMA_PAYMENT_SECRET_KEY"},
 		{map[string]string{"TUMA_SHARED_SENDER_ID": "TOO LONG NAME"}, "TUMA_SHARED_SENDER_ID"},
 		{map[string]string{"TUMA_LOG_LEVEL": "loud"}, "TUMA_LOG_LEVEL"},
 	}
