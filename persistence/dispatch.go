@@ -377,18 +377,22 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, msgs []NewMessage) (boo
 	expanded := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var pending bool
-		err := tx.QueryRow(ctx, `SELECT pending_recipients IS NOT NULL FROM jobs WHERE id = $1 FOR UPDATE`, j.ID).Scan(&pending)
+		var accepted time.Time
+		err := tx.QueryRow(ctx, `SELECT pending_recipients IS NOT NULL, created_at FROM jobs WHERE id = $1 FOR UPDATE`, j.ID).
+			Scan(&pending, &accepted)
 		if err != nil {
 			return fmt.Errorf("lock job: %w", err)
 		}
 		if !pending {
 			return nil
 		}
-		// One row buffer, reused: pgx encodes each row before asking for the next.
-		row := make([]any, 12)
+		// One row buffer, reused: pgx encodes each row before asking for the next. A message was
+		// accepted with its job, whenever its row is written: created_at says so.
+		row := make([]any, 13)
+		row[12] = accepted
 		i := 0
 		_, err = tx.CopyFrom(ctx, pgx.Identifier{"messages"},
-			[]string{"id", "job_id", "account_id", "campaign_id", "recipient", "network", "sender", "body", "prefixed", "parts", "encoding", "cost_cents"},
+			[]string{"id", "job_id", "account_id", "campaign_id", "recipient", "network", "sender", "body", "prefixed", "parts", "encoding", "cost_cents", "created_at"},
 			pgx.CopyFromFunc(func() ([]any, error) {
 				if i == len(msgs) {
 					return nil, nil

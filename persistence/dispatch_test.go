@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
@@ -101,5 +102,43 @@ func TestGroupCommitsAndFlushesDoNotDeadlock(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatalf("concurrent group commits and flushes: %v", err)
+	}
+}
+
+func TestExpandedMessagesCarryTheirJobsAcceptance(t *testing.T) {
+	st, url := pgtest.NewStore(t)
+	ctx := context.Background()
+	acct := fundedAccount(t, st, 1000)
+	rs := []persistence.Recipient{{NSN: 712345678, Network: carriers.Safaricom}, {NSN: 733123456, Network: carriers.Airtel}}
+	j := job(acct, 100)
+	j.Recipients, j.Units, j.CostCents = 2, 2, 100
+	j.Inline, j.Pending = nil, persistence.EncodeRecipients(rs)
+	if res, err := st.AcceptJobs(ctx, []persistence.NewJob{j}); err != nil || res[0].Err != nil {
+		t.Fatalf("accept: %v %+v", err, res)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The job waits a while before its rows are written, as a big job does behind others.
+	if _, err := conn.Exec(ctx, `UPDATE jobs SET created_at = created_at - interval '1 minute' WHERE id = $1`, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]persistence.NewMessage, len(rs))
+	for i, r := range rs {
+		msgs[i] = persistence.NewMessage{ID: persistence.NewID(), Recipient: r.E164(), Network: r.Network, Sender: "TUMA",
+			Parts: 1, Encoding: carriers.GSM7, CostCents: 50}
+	}
+	if ok, err := st.ExpandJob(ctx, j, msgs); err != nil || !ok {
+		t.Fatalf("expand: %v %v", ok, err)
+	}
+	var off int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM messages m JOIN jobs j ON j.id = m.job_id
+		WHERE m.job_id = $1 AND m.created_at <> j.created_at`, j.ID).Scan(&off); err != nil {
+		t.Fatal(err)
+	}
+	if off != 0 {
+		t.Errorf("%d expanded messages are not dated at their job's acceptance", off)
 	}
 }
