@@ -722,6 +722,16 @@ func flushFailures(ctx context.Context, tx pgx.Tx, fails []Failure, agg *flushAg
 	return scanFinal(rows, agg, "submit", nil, nil)
 }
 
+// receiptTransition is what a receipt does to a sent message, by provider id or by key;
+// the statements add their FROM (aliasing the batch u) and WHERE.
+const receiptTransition = `
+		UPDATE messages m SET
+			status = CASE WHEN u.delivered THEN 'delivered' ELSE 'failed' END,
+			provider_status = u.ps,
+			error = nullif(u.err, ''),
+			delivered_at = CASE WHEN u.delivered THEN u.at END,
+			failed_at = CASE WHEN u.delivered THEN NULL ELSE u.at END`
+
 func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAggregate) ([]Receipt, error) {
 	if len(recs) == 0 {
 		return nil, nil
@@ -749,13 +759,7 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 		pids, nets, delivered = append(pids, r.ProviderID), append(nets, int16(r.Network)), append(delivered, r.Delivered)
 		pss, errs, ats = append(pss, r.ProviderStatus), append(errs, r.Error), append(ats, r.At)
 	}
-	rows, err := tx.Query(ctx, `
-		UPDATE messages m SET
-			status = CASE WHEN u.delivered THEN 'delivered' ELSE 'failed' END,
-			provider_status = u.ps,
-			error = nullif(u.err, ''),
-			delivered_at = CASE WHEN u.delivered THEN u.at END,
-			failed_at = CASE WHEN u.delivered THEN NULL ELSE u.at END
+	rows, err := tx.Query(ctx, receiptTransition+`
 		FROM unnest($1::text[], $2::smallint[], $3::boolean[], $4::text[], $5::text[], $6::timestamptz[])
 				AS u(pid, net, delivered, ps, err, at)
 			JOIN provider_refs r ON r.provider_message_id = u.pid AND r.network = u.net
@@ -1003,13 +1007,7 @@ func flushKeyedReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flu
 	if len(keyed) == 0 {
 		return rest, nil
 	}
-	rows, err := tx.Query(ctx, `
-		UPDATE messages m SET
-			status = CASE WHEN u.delivered THEN 'delivered' ELSE 'failed' END,
-			provider_status = u.ps,
-			error = nullif(u.err, ''),
-			delivered_at = CASE WHEN u.delivered THEN u.at END,
-			failed_at = CASE WHEN u.delivered THEN NULL ELSE u.at END
+	rows, err := tx.Query(ctx, receiptTransition+`
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::timestamptz[])
 				AS u(account_id, id, pid, delivered, ps, err, at)
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'sent' AND m.provider_message_id = u.pid

@@ -228,9 +228,7 @@ func (s *Store) ConfirmPayment(ctx context.Context, c PaymentConfirmation) (Conf
 				return err
 			}
 			if c.Notice != nil {
-				n := c.Notice(p.AmountCents, w.BalanceCents)
-				if _, err := tx.Exec(ctx, `INSERT INTO notifications (id, account_id, type, title, message) VALUES ($1, $2, $3, $4, $5)`,
-					NewID(), p.AccountID, n.Type, n.Title, n.Message); err != nil {
+				if err := addNotification(ctx, tx, p.AccountID, c.Notice(p.AmountCents, w.BalanceCents)); err != nil {
 					return err
 				}
 			}
@@ -287,9 +285,7 @@ func (s *Store) LowBalanceAlert(ctx context.Context, accountID uuid.UUID, thresh
 			return err
 		}
 		added = true
-		_, err = tx.Exec(ctx, `INSERT INTO notifications (id, account_id, type, title, message) VALUES ($1, $2, $3, $4, $5)`,
-			NewID(), accountID, n.Type, n.Title, n.Message)
-		return err
+		return addNotification(ctx, tx, accountID, n)
 	})
 	if err != nil {
 		return false, fmt.Errorf("low balance alert: %w", err)

@@ -311,12 +311,18 @@ func (s *Store) MarkAllRead(ctx context.Context, accountID uuid.UUID) (int64, er
 
 // AddNotification records a notification for one account.
 func (s *Store) AddNotification(ctx context.Context, accountID uuid.UUID, n NewNotification) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO notifications (id, account_id, type, title, message) VALUES ($1, $2, $3, $4, $5)`,
-		NewID(), accountID, n.Type, n.Title, n.Message)
-	if err != nil {
+	if err := addNotification(ctx, s.pool, accountID, n); err != nil {
 		return fmt.Errorf("add notification: %w", err)
 	}
 	return nil
+}
+
+// addNotification records a notification, in a transaction when db is one: with the change
+// it announces.
+func addNotification(ctx context.Context, db execer, accountID uuid.UUID, n NewNotification) error {
+	_, err := db.Exec(ctx, `INSERT INTO notifications (id, account_id, type, title, message) VALUES ($1, $2, $3, $4, $5)`,
+		NewID(), accountID, n.Type, n.Title, n.Message)
+	return err
 }
 
 // Broadcast records a notification for the given accounts, or for every account when ids is

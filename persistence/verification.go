@@ -139,10 +139,8 @@ func verifyAccount(ctx context.Context, tx pgx.Tx, accountID uuid.UUID, email st
 		Scan(&w.AccountID, &w.BalanceCents, &w.Version); err != nil {
 		return nil, err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO notifications (id, account_id, type, title, message) VALUES ($1, $2, 'welcome_bonus', $3, $4)`,
-		NewID(), accountID, "Welcome to Tuma: 5 SMS on us",
-		"Your email is verified and KES 2.50 (5 SMS at the Starter rate) is in your wallet. Happy sending!")
-	return &w, err
+	return &w, addNotification(ctx, tx, accountID, NewNotification{Type: "welcome_bonus", Title: "Welcome to Tuma: 5 SMS on us",
+		Message: "Your email is verified and KES 2.50 (5 SMS at the Starter rate) is in your wallet. Happy sending!"})
 }
 
 // lockUnverified locks an account row for a verification step and returns its email:

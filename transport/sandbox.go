@@ -190,17 +190,13 @@ func (s *Server) checkoutAction(ctx context.Context, rc *fasthttp.RequestCtx) er
 		s.Sandbox.Hooks.Wake() // the webhook goes out on its own, as a provider's would
 	}
 	// Back to the merchant, as Paystack does: the callback URL with the reference.
-	target := t.CallbackURL
-	sep := "?"
-	if strings.Contains(target, "?") {
-		sep = "&"
-	}
-	target += sep + url.Values{"trxref": {t.Reference}, "reference": {t.Reference}}.Encode()
-	rc.Response.Header.Set("Location", target)
-	rc.Response.Header.SetContentType("text/plain; charset=utf-8")
-	rc.SetStatusCode(http.StatusSeeOther)
-	rc.SetBodyString("See " + target + "\n")
-	return nil
+	return seeOther(rc, returnURL(t))
+}
+
+// returnURL is where the payer goes back to: the callback URL with the reference, as Paystack
+// sends it.
+func returnURL(t persistence.SandboxTx) string {
+	return withQuery(t.CallbackURL, url.Values{"trxref": {t.Reference}, "reference": {t.Reference}}.Encode())
 }
 
 type checkoutView struct {
@@ -217,7 +213,7 @@ type checkoutView struct {
 
 func newCheckoutView(t persistence.SandboxTx, errText string) checkoutView {
 	v := checkoutView{Title: "Pay Tuma", Amount: t.Currency + " " + kesText(t.Amount), Reference: t.Reference, Email: t.Email,
-		Code: t.AccessCode, Error: errText, Back: t.CallbackURL + "?" + url.Values{"trxref": {t.Reference}, "reference": {t.Reference}}.Encode()}
+		Code: t.AccessCode, Error: errText, Back: returnURL(t)}
 	switch t.Status {
 	case "ongoing":
 		v.Open = true

@@ -168,12 +168,20 @@ func (s *Server) walletCallback(ctx context.Context, rc *fasthttp.RequestCtx) er
 
 // redirectDashboard answers 303 to the dashboard with q added to its query.
 func (s *Server) redirectDashboard(rc *fasthttp.RequestCtx, q url.Values) error {
-	target := s.opts.DashboardURL
-	sep := "?"
-	if strings.Contains(target, "?") {
-		sep = "&"
+	return seeOther(rc, withQuery(s.opts.DashboardURL, q.Encode()))
+}
+
+// withQuery adds an encoded query to a URL, after any query it already has.
+func withQuery(base, query string) string {
+	if strings.Contains(base, "?") {
+		return base + "&" + query
 	}
-	target += sep + q.Encode()
+	return base + "?" + query
+}
+
+// seeOther answers 303 to target: where browser flows (verification, checkout, the payer's
+// return) send the browser on.
+func seeOther(rc *fasthttp.RequestCtx, target string) error {
 	rc.Response.Header.Set("Location", target)
 	rc.Response.Header.SetContentType("text/plain; charset=utf-8")
 	rc.SetStatusCode(http.StatusSeeOther)

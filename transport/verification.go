@@ -90,13 +90,7 @@ func (s *Server) ipAllowed(ctx context.Context, rc *fasthttp.RequestCtx) error {
 
 func (s *Server) verifyEmail(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	token := string(rc.QueryArgs().Peek("token"))
-	target := func(q string) error {
-		rc.Response.Header.Set("Location", s.opts.DashboardURL+"?"+q)
-		rc.Response.Header.SetContentType("text/plain; charset=utf-8")
-		rc.SetStatusCode(http.StatusSeeOther)
-		rc.SetBodyString("See " + s.opts.DashboardURL + "?" + q + "\n")
-		return nil
-	}
+	target := func(q string) error { return seeOther(rc, withQuery(s.opts.DashboardURL, q)) }
 	if token == "" {
 		return target("verified=0&reason=invalid")
 	}
@@ -181,14 +175,20 @@ func (s *Server) verifyCode(ctx context.Context, rc *fasthttp.RequestCtx) error 
 	}{"Your email is verified.", true})
 }
 
-func (s *Server) resendVerification(ctx context.Context, rc *fasthttp.RequestCtx) error {
+// publicEmail reads the {"email"} body of the public email endpoints, within the client's
+// budget of them.
+func (s *Server) publicEmail(ctx context.Context, rc *fasthttp.RequestCtx) (string, error) {
 	if err := s.ipAllowed(ctx, rc); err != nil {
-		return err
+		return "", err
 	}
 	if err := checkJSONContentType(rc); err != nil {
-		return err
+		return "", err
 	}
-	email, err := parseEmailBody(rc.PostBody())
+	return parseEmailBody(rc.PostBody())
+}
+
+func (s *Server) resendVerification(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	email, err := s.publicEmail(ctx, rc)
 	if err != nil {
 		return err
 	}
@@ -263,13 +263,7 @@ func (s *Server) changePendingEmail(ctx context.Context, rc *fasthttp.RequestCtx
 }
 
 func (s *Server) forgotPassword(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	if err := s.ipAllowed(ctx, rc); err != nil {
-		return err
-	}
-	if err := checkJSONContentType(rc); err != nil {
-		return err
-	}
-	email, err := parseEmailBody(rc.PostBody())
+	email, err := s.publicEmail(ctx, rc)
 	if err != nil {
 		return err
 	}

@@ -190,16 +190,16 @@ func (a *App) build(ctx context.Context) (err error) {
 func (a *App) buildPayments() (transport.PaymentProvider, *transport.Sandbox) {
 	cfg := a.cfg
 	secret := cfg.PaymentSecretKey
-	if cfg.PaymentProvider != "sandbox" {
-		p := payments.NewPaystack("paystack", cfg.PaystackBaseURL, secret, nil)
-		a.confirm = payments.NewConfirmer(p, a.store, a.engine, a.log, a.now)
-		return p, nil
+	var sandbox *transport.Sandbox
+	p := payments.NewPaystack("paystack", cfg.PaystackBaseURL, secret, nil)
+	if cfg.PaymentProvider == "sandbox" {
+		self := "http://" + listenURLHost(a.ln.Addr().String())
+		p = payments.NewPaystack("sandbox", self+"/sandbox/paystack", secret, nil)
+		a.hooks = payments.NewSandboxHooks(a.store, self+"/payments/webhook", []byte(secret), cfg.MailRetryMin, a.log)
+		sandbox = &transport.Sandbox{Store: a.store, Hooks: a.hooks, Secret: secret}
 	}
-	self := "http://" + listenURLHost(a.ln.Addr().String())
-	p := payments.NewPaystack("sandbox", self+"/sandbox/paystack", secret, nil)
 	a.confirm = payments.NewConfirmer(p, a.store, a.engine, a.log, a.now)
-	a.hooks = payments.NewSandboxHooks(a.store, self+"/payments/webhook", []byte(secret), cfg.MailRetryMin, a.log)
-	return p, &transport.Sandbox{Store: a.store, Hooks: a.hooks, Secret: secret}
+	return p, sandbox
 }
 
 // startEngine starts the simulated networks and the dispatch engine, which resumes any
