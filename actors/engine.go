@@ -32,7 +32,7 @@ type Store interface {
 	UnfinishedJobs(ctx context.Context) ([]persistence.JobRecord, error)
 	OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit int) ([]persistence.OpenMessage, error)
 	StaleSent(ctx context.Context, before time.Time, limit int) ([]persistence.StaleMessage, error)
-	Credit(ctx context.Context, accountID uuid.UUID, cents int64, txType, reference, description string) (persistence.WalletSnapshot, error)
+	Credit(ctx context.Context, c persistence.NewCredit) (persistence.WalletSnapshot, error)
 	ConfirmPayment(ctx context.Context, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error)
 	LowBalanceAlert(ctx context.Context, accountID uuid.UUID, thresholdCents int64, n persistence.NewNotification) (bool, error)
 	LowBalanceRecovered(ctx context.Context, accountID uuid.UUID, thresholdCents int64) error
@@ -388,11 +388,11 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (SendResult, error) 
 
 // Credit adds money to an account's wallet through its tenant actor, so the actor's view of
 // the balance stays exact.
-func (e *Engine) Credit(ctx context.Context, accountID uuid.UUID, cents int64, txType, reference, description string) (persistence.WalletSnapshot, error) {
+func (e *Engine) Credit(ctx context.Context, c persistence.NewCredit) (persistence.WalletSnapshot, error) {
 	if !e.accepting.Load() {
 		return persistence.WalletSnapshot{}, ErrStopping
 	}
-	res, err := e.tenantRequest(ctx, accountID, &creditCmd{cents: cents, txType: txType, reference: reference, description: description})
+	res, err := e.tenantRequest(ctx, c.AccountID, &creditCmd{c: c})
 	if err != nil {
 		return persistence.WalletSnapshot{}, err
 	}
@@ -422,12 +422,19 @@ func (e *Engine) SetPricing(ctx context.Context, accountID uuid.UUID, tier *stri
 	return err
 }
 
-// AccountChanged tells a live tenant actor to reload its account (company name, default
-// sender) after a change made elsewhere.
-func (e *Engine) AccountChanged(accountID uuid.UUID) {
-	if pid, ok := e.tenants.Load(accountID); ok {
-		e.root.Send(pid.(*actor.PID), &reloadTenant{})
+// AccountChanged makes a live tenant actor reload its account (company name, default sender)
+// after a change committed elsewhere, and returns once it has: the caller's next send is priced
+// and sent with the change. A tenant not alive will load the change when it starts.
+func (e *Engine) AccountChanged(ctx context.Context, accountID uuid.UUID) error {
+	pid, ok := e.tenants.Load(accountID)
+	if !ok {
+		return nil
 	}
+	_, err := e.request(ctx, pid.(*actor.PID), &reloadTenant{})
+	if errors.Is(err, actor.ErrDeadLetter) {
+		return nil // it stopped meanwhile; its successor loads afresh
+	}
+	return err
 }
 
 // WalletChanged hands a wallet snapshot committed outside the engine (a welcome bonus) to the

@@ -87,7 +87,7 @@ func (w *world) account(balanceCents int64) uuid.UUID {
 		w.t.Fatal(err)
 	}
 	if balanceCents > 0 {
-		if _, err := w.st.Credit(ctx, a.ID, balanceCents, "topup", "", "test funds"); err != nil {
+		if _, err := w.st.Credit(ctx, persistence.NewCredit{AccountID: a.ID, Cents: balanceCents, Type: "topup", Description: "test funds"}); err != nil {
 			w.t.Fatal(err)
 		}
 	}

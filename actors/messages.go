@@ -26,10 +26,7 @@ type (
 		req SendRequest
 		at  time.Time
 	}
-	creditCmd struct {
-		cents                          int64
-		txType, reference, description string
-	}
+	creditCmd  struct{ c persistence.NewCredit }
 	creditDone struct {
 		wallet persistence.WalletSnapshot
 		err    error
@@ -54,15 +51,18 @@ type (
 		err   error
 		reply *actor.PID
 	}
+	// reloadTenant reloads the account; sent as a request, it is answered once the new state is in.
 	reloadTenant struct{}
 	tenantLoaded struct {
 		state persistence.TenantState
 		err   error
+		gen   int
 	}
 	// walletChanged carries a snapshot committed elsewhere (refunds).
 	walletChanged struct{ wallet persistence.WalletSnapshot }
 	// resumeJob hands a tenant an unfinished job found at start.
-	resumeJob struct{ job persistence.JobRecord }
+	resumeJob         struct{ job persistence.JobRecord }
+	lowBalanceWritten struct{}
 	// jobDispatched: the job has submitted everything; its slot is free.
 	jobDispatched struct{ id uuid.UUID }
 )

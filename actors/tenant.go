@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -19,15 +20,20 @@ type tenantActor struct {
 	e  *Engine
 	id uuid.UUID
 
-	loaded  bool
-	stash   []stashed // commands that arrived before the state loaded
-	company string
-	sender  *persistence.Sender // the account's default sender, if any
-	wallet  persistence.WalletSnapshot
-	tier    *string
-	intern  bool
+	loaded bool
+	stash  []stashed // commands that arrived before the state loaded
+	// Loads are numbered: a reload answers its caller only once a load that started after the
+	// request has been applied, and a slow, older load never overwrites a newer one.
+	loadGen, appliedGen int
+	reloaders           []reloader
+	company             string
+	sender              *persistence.Sender // the account's default sender, if any
+	wallet              persistence.WalletSnapshot
+	tier                *string
+	intern              bool
 	// lowAlerted: the account was told its balance is low and has not recovered since.
 	lowAlerted bool
+	lowWrites  []func(context.Context) error // the head is running
 
 	reserved     int64 // cents of sends waiting for their commit
 	lifetime     int64 // committed lifetime SMS units
@@ -40,6 +46,11 @@ type tenantActor struct {
 
 type stashed struct {
 	msg   any
+	reply *actor.PID
+}
+
+type reloader struct {
+	gen   int
 	reply *actor.PID
 }
 
@@ -59,6 +70,9 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		t.load(ctx)
 	case *reloadTenant:
 		t.load(ctx)
+		if ctx.Sender() != nil {
+			t.reloaders = append(t.reloaders, reloader{gen: t.loadGen, reply: ctx.Sender()})
+		}
 	case *tenantLoaded:
 		t.loadedState(ctx, msg)
 	case *sendCmd, *creditCmd, *pricingCmd, *paymentCmd:
@@ -75,7 +89,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 			return
 		}
 		t.adopt(msg.wallet)
-		t.rearmLowBalance()
+		t.rearmLowBalance(ctx)
 		t.e.m.credited.Add(float64(msg.cents))
 		w := msg.wallet
 		ctx.Send(msg.reply, &w)
@@ -86,7 +100,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		}
 		if msg.res.Wallet != nil {
 			t.adopt(*msg.res.Wallet)
-			t.rearmLowBalance()
+			t.rearmLowBalance(ctx)
 			t.e.m.credited.Add(float64(msg.res.Payment.AmountCents))
 		}
 		res := msg.res
@@ -98,7 +112,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		ctx.Send(msg.reply, errOrOK(msg.err))
 	case *walletChanged:
 		t.adopt(msg.wallet)
-		t.rearmLowBalance()
+		t.rearmLowBalance(ctx)
 	case *resumeJob:
 		j := msg.job.NewJob
 		t.waiting = append(t.waiting, jobStart{job: j, variants: variantsOf(j), resumed: true})
@@ -108,9 +122,13 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		delete(t.dispatching, msg.id)
 		t.startJobs(ctx)
 	case *actor.ReceiveTimeout:
-		if t.loaded && t.accepting == 0 && len(t.dispatching) == 0 && len(t.waiting) == 0 {
+		if t.loaded && t.accepting == 0 && len(t.dispatching) == 0 && len(t.waiting) == 0 && len(t.lowWrites) == 0 {
 			ctx.Send(ctx.Parent(), &passivating{id: t.id})
 		}
+	case *lowBalanceWritten:
+		t.lowWrites[0] = nil
+		t.lowWrites = t.lowWrites[1:]
+		t.nextLowBalanceWrite(ctx)
 	case *panicNow:
 		panic("tenant: panic requested")
 	}
@@ -118,10 +136,28 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 
 func (t *tenantActor) load(ctx actor.Context) {
 	self, root := ctx.Self(), t.e.root
+	t.loadGen++
+	gen := t.loadGen
 	t.e.goIO(10*time.Second, func(c context.Context) {
 		st, err := t.e.store.TenantState(c, t.id)
-		root.Send(self, &tenantLoaded{state: st, err: err})
+		root.Send(self, &tenantLoaded{state: st, err: err, gen: gen})
 	})
+}
+
+// answerReloads tells the callers whose reload is covered by the applied state (or failed).
+func (t *tenantActor) answerReloads(ctx actor.Context, err error) {
+	keep := t.reloaders[:0]
+	for _, r := range t.reloaders {
+		switch {
+		case err != nil:
+			ctx.Send(r.reply, err)
+		case r.gen <= t.appliedGen:
+			ctx.Send(r.reply, &struct{}{})
+		default:
+			keep = append(keep, r)
+		}
+	}
+	t.reloaders = keep
 }
 
 func (t *tenantActor) loadedState(ctx actor.Context, msg *tenantLoaded) {
@@ -136,8 +172,14 @@ func (t *tenantActor) loadedState(ctx actor.Context, msg *tenantLoaded) {
 			}
 			t.stash = nil
 		}
+		t.answerReloads(ctx, msg.err)
 		return
 	}
+	if msg.gen < t.appliedGen {
+		return // a newer load has been applied already
+	}
+	t.appliedGen = msg.gen
+	defer t.answerReloads(ctx, nil)
 	st := msg.state
 	t.company, t.sender, t.tier, t.intern = st.CompanyName, st.DefaultSender, st.PricingTier, st.Internal
 	t.lifetime = max(t.lifetime, st.LifetimeSMS)
@@ -165,8 +207,8 @@ func (t *tenantActor) command(ctx actor.Context, msg any, reply *actor.PID) {
 	case *creditCmd:
 		self, root := ctx.Self(), t.e.root
 		t.e.goIO(10*time.Second, func(c context.Context) {
-			w, err := t.e.store.Credit(c, t.id, m.cents, m.txType, m.reference, m.description)
-			root.Send(self, &creditDone{wallet: w, err: err, reply: reply, cents: m.cents})
+			w, err := t.e.store.Credit(c, m.c)
+			root.Send(self, &creditDone{wallet: w, err: err, reply: reply, cents: m.c.Cents})
 		})
 	case *paymentCmd:
 		self, root := ctx.Self(), t.e.root
@@ -287,14 +329,17 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 	case d.err != nil:
 		ctx.Send(req.reply, d.err)
 		return
-	case d.result.Err != nil:
+	case errors.Is(d.result.Err, persistence.ErrInsufficientBalance):
 		ctx.Send(req.reply, &InsufficientBalanceError{AvailableCents: t.wallet.BalanceCents - t.reserved, CostCents: req.job.CostCents})
+		return
+	case d.result.Err != nil:
+		ctx.Send(req.reply, d.result.Err)
 		return
 	}
 	t.adopt(d.result.Wallet)
 	t.lifetime += req.job.Units
 	ctx.Send(req.reply, &SendResult{JobID: req.job.ID, Recipients: req.job.Recipients, CostCents: req.job.CostCents})
-	t.alertLowBalance()
+	t.alertLowBalance(ctx)
 
 	m := t.e.m
 	m.acceptLatency.Observe(time.Since(req.start).Seconds())
@@ -348,32 +393,48 @@ func errOrOK(err error) any {
 
 // alertLowBalance raises low_balance when a send has left the balance under the threshold,
 // once until the balance recovers; the store's flag keeps it once across restarts and nodes.
-func (t *tenantActor) alertLowBalance() {
+func (t *tenantActor) alertLowBalance(ctx actor.Context) {
 	limit := t.e.opts.LowBalanceCents
 	if limit <= 0 || t.lowAlerted || t.wallet.BalanceCents >= limit {
 		return
 	}
 	t.lowAlerted = true
-	id, balance := t.id, t.wallet.BalanceCents
-	t.e.goIO(10*time.Second, func(c context.Context) {
-		if _, err := t.e.store.LowBalanceAlert(c, id, limit, lowBalanceNotice(balance, limit)); err != nil {
-			t.e.log.Error("low balance notification", slog.String("account_id", id.String()), slog.Any("error", err))
-		}
+	notice := lowBalanceNotice(t.wallet.BalanceCents, limit)
+	t.lowBalanceWrite(ctx, func(c context.Context) error {
+		_, err := t.e.store.LowBalanceAlert(c, t.id, limit, notice)
+		return err
 	})
 }
 
 // rearmLowBalance lets the next crossing notify again once a credit has lifted the balance to
 // the threshold.
-func (t *tenantActor) rearmLowBalance() {
+func (t *tenantActor) rearmLowBalance(ctx actor.Context) {
 	limit := t.e.opts.LowBalanceCents
 	if !t.lowAlerted || t.wallet.BalanceCents < limit {
 		return
 	}
 	t.lowAlerted = false
-	id := t.id
+	t.lowBalanceWrite(ctx, func(c context.Context) error { return t.e.store.LowBalanceRecovered(c, t.id, limit) })
+}
+
+// lowBalanceWrite runs the account's low-balance flag writes one at a time, in order: a
+// re-arm racing the next alert would otherwise leave the flag set and swallow a notification.
+func (t *tenantActor) lowBalanceWrite(ctx actor.Context, w func(context.Context) error) {
+	t.lowWrites = append(t.lowWrites, w)
+	if len(t.lowWrites) == 1 {
+		t.nextLowBalanceWrite(ctx)
+	}
+}
+
+func (t *tenantActor) nextLowBalanceWrite(ctx actor.Context) {
+	if len(t.lowWrites) == 0 {
+		return
+	}
+	w, self, root, id := t.lowWrites[0], ctx.Self(), t.e.root, t.id
 	t.e.goIO(10*time.Second, func(c context.Context) {
-		if err := t.e.store.LowBalanceRecovered(c, id, limit); err != nil {
-			t.e.log.Error("re-arm low balance notification", slog.String("account_id", id.String()), slog.Any("error", err))
+		if err := w(c); err != nil {
+			t.e.log.Error("low balance notification", slog.String("account_id", id.String()), slog.Any("error", err))
 		}
+		root.Send(self, &lowBalanceWritten{})
 	})
 }

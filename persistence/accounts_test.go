@@ -217,41 +217,61 @@ func TestIdempotencyKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := persistence.IdempotencyKey{AccountID: a.ID, Key: "k1"}
-	if resp, err := st.ClaimIdempotencyKey(ctx, k, []byte("h1"), time.Minute); resp != nil || err != nil {
-		t.Fatalf("first claim = %v, %v; want nil, nil", resp, err)
+	held, resp, err := st.ClaimIdempotencyKey(ctx, k, []byte("h1"), time.Minute)
+	if resp != nil || err != nil || held.Claim == uuid.Nil {
+		t.Fatalf("first claim = %+v, %v, %v; want a claim", held, resp, err)
 	}
-	if _, err := st.ClaimIdempotencyKey(ctx, k, []byte("h1"), time.Minute); !errors.Is(err, persistence.ErrIdempotencyBusy) {
+	if _, _, err := st.ClaimIdempotencyKey(ctx, k, []byte("h1"), time.Minute); !errors.Is(err, persistence.ErrIdempotencyBusy) {
 		t.Errorf("claim while in flight error = %v; want ErrIdempotencyBusy", err)
 	}
-	if _, err := st.ClaimIdempotencyKey(ctx, k, []byte("h2"), time.Minute); !errors.Is(err, persistence.ErrIdempotencyUsed) {
+	if _, _, err := st.ClaimIdempotencyKey(ctx, k, []byte("h2"), time.Minute); !errors.Is(err, persistence.ErrIdempotencyUsed) {
 		t.Errorf("claim with another body error = %v; want ErrIdempotencyUsed", err)
 	}
-	if err := st.CompleteIdempotencyKey(ctx, k, persistence.StoredResponse{Status: 202, Body: []byte(`{"ok":1}`)}); err != nil {
+	if err := st.CompleteIdempotencyKey(ctx, k, persistence.StoredResponse{Status: 202}); !errors.Is(err, persistence.ErrIdempotencyLost) {
+		t.Errorf("complete without the claim error = %v; want ErrIdempotencyLost", err)
+	}
+	if err := st.CompleteIdempotencyKey(ctx, held, persistence.StoredResponse{Status: 202, Body: []byte(`{"ok":1}`)}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := st.ClaimIdempotencyKey(ctx, k, []byte("h1"), time.Minute)
+	_, resp, err = st.ClaimIdempotencyKey(ctx, k, []byte("h1"), time.Minute)
 	if err != nil || resp == nil || resp.Status != 202 || string(resp.Body) != `{"ok":1}` {
 		t.Fatalf("replay = %+v, %v; want the stored 202", resp, err)
 	}
-	// A released key (the request failed) can be claimed again.
+	// A released key (the request wrote nothing) can be claimed again; only its holder releases.
 	k2 := persistence.IdempotencyKey{AccountID: a.ID, Key: "k2"}
-	if _, err := st.ClaimIdempotencyKey(ctx, k2, []byte("h"), time.Minute); err != nil {
+	held2, _, err := st.ClaimIdempotencyKey(ctx, k2, []byte("h"), time.Minute)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.ReleaseIdempotencyKey(ctx, k2); err != nil {
+	if err := st.ReleaseIdempotencyKey(ctx, k2); err != nil { // no claim: releases nothing
 		t.Fatal(err)
 	}
-	if resp, err := st.ClaimIdempotencyKey(ctx, k2, []byte("other"), time.Minute); resp != nil || err != nil {
+	if _, _, err := st.ClaimIdempotencyKey(ctx, k2, []byte("h"), time.Minute); !errors.Is(err, persistence.ErrIdempotencyBusy) {
+		t.Errorf("claim after a stranger's release error = %v; want ErrIdempotencyBusy", err)
+	}
+	if err := st.ReleaseIdempotencyKey(ctx, held2); err != nil {
+		t.Fatal(err)
+	}
+	if _, resp, err := st.ClaimIdempotencyKey(ctx, k2, []byte("other"), time.Minute); resp != nil || err != nil {
 		t.Errorf("claim after release = %v, %v; want nil, nil", resp, err)
 	}
-	// An in-flight claim whose lease ran out (its node died) can be taken over by the same request.
+	// An in-flight claim whose lease ran out (its request never finished) can be taken over by
+	// the same request, and the first claim is then fenced out: it can no longer complete.
 	k3 := persistence.IdempotencyKey{AccountID: a.ID, Key: "k3"}
-	if _, err := st.ClaimIdempotencyKey(ctx, k3, []byte("h"), time.Millisecond); err != nil {
+	first, _, err := st.ClaimIdempotencyKey(ctx, k3, []byte("h"), time.Millisecond)
+	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond) // let the 1 ms lease lapse on the database clock
-	if resp, err := st.ClaimIdempotencyKey(ctx, k3, []byte("h"), time.Minute); resp != nil || err != nil {
-		t.Errorf("claim after lease expiry = %v, %v; want nil, nil", resp, err)
+	second, resp, err := st.ClaimIdempotencyKey(ctx, k3, []byte("h"), time.Minute)
+	if resp != nil || err != nil || second.Claim == first.Claim {
+		t.Fatalf("claim after lease expiry = %v, %v; want a new claim", resp, err)
+	}
+	if err := st.CompleteIdempotencyKey(ctx, first, persistence.StoredResponse{Status: 202}); !errors.Is(err, persistence.ErrIdempotencyLost) {
+		t.Errorf("the lapsed claim completing error = %v; want ErrIdempotencyLost", err)
+	}
+	if err := st.CompleteIdempotencyKey(ctx, second, persistence.StoredResponse{Status: 202}); err != nil {
+		t.Errorf("the new claim completing: %v", err)
 	}
 }
 

@@ -81,8 +81,8 @@ type AcceptResult struct {
 func (s *Store) AcceptJobs(ctx context.Context, jobs []NewJob) ([]AcceptResult, error) {
 	g := groupDebits(jobs)
 	results, err := s.acceptFast(ctx, jobs, g)
-	if isCheckViolation(err) {
-		return s.acceptCareful(ctx, jobs, g)
+	if isCheckViolation(err) || isFenced(err) {
+		return s.acceptCareful(ctx, jobs)
 	}
 	return results, err
 }
@@ -170,11 +170,28 @@ func queueRecords(b *pgx.Batch, jobs []NewJob) {
 	queueIdempotency(b, jobs)
 }
 
-// acceptCareful debits with a balance condition first and records only the jobs of accounts
-// that could pay.
-func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob, g debitGroup) ([]AcceptResult, error) {
+// acceptCareful drops the jobs whose idempotency claim lapsed, debits with a balance condition
+// and records only the jobs of accounts that could pay.
+func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob) ([]AcceptResult, error) {
 	results := make([]AcceptResult, len(jobs))
 	err := pgx.BeginFunc(ctx, s.accept, func(tx pgx.Tx) error {
+		clear(results)
+		held, err := heldClaims(ctx, tx, jobs)
+		if err != nil {
+			return err
+		}
+		var claimed []NewJob
+		for i, j := range jobs {
+			if j.Idempotency != nil && !held[*j.Idempotency] {
+				results[i].Err = ErrIdempotencyLost
+				continue
+			}
+			claimed = append(claimed, j)
+		}
+		if len(claimed) == 0 {
+			return nil
+		}
+		g := groupDebits(claimed)
 		if _, err := tx.Exec(ctx, lockWallets, g.accounts); err != nil {
 			return err
 		}
@@ -198,6 +215,9 @@ func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob, g debitGroup) 
 		}
 		var ok []NewJob
 		for i, j := range jobs {
+			if results[i].Err != nil {
+				continue
+			}
 			if w, debited := snaps[j.AccountID]; debited {
 				results[i].Wallet = w
 				ok = append(ok, j)
@@ -224,6 +244,45 @@ func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob, g debitGroup) 
 func isCheckViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23514"
+}
+
+// isFenced reports a transaction aborted by tuma_fence.
+func isFenced(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "TU001"
+}
+
+// heldClaims locks the idempotency keys of the jobs that have one and reports which claims
+// still hold their key; locking keeps a retry from taking one over before the commit.
+func heldClaims(ctx context.Context, tx pgx.Tx, jobs []NewJob) (map[IdempotencyKey]bool, error) {
+	var accts, claims []uuid.UUID
+	var keys []string
+	for _, j := range jobs {
+		if k := j.Idempotency; k != nil {
+			accts, keys, claims = append(accts, k.AccountID), append(keys, k.Key), append(claims, k.Claim)
+		}
+	}
+	held := map[IdempotencyKey]bool{}
+	if len(keys) == 0 {
+		return held, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT k.account_id, k.key, k.claim FROM idempotency_keys k
+		JOIN unnest($1::uuid[], $2::text[], $3::uuid[]) AS u(account_id, key, claim)
+			ON k.account_id = u.account_id AND k.key = u.key AND k.claim = u.claim
+		WHERE k.state = 'in_flight'
+		ORDER BY k.account_id, k.key FOR UPDATE OF k`, accts, keys, claims)
+	if err != nil {
+		return nil, fmt.Errorf("lock idempotency keys: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k IdempotencyKey
+		if err := rows.Scan(&k.AccountID, &k.Key, &k.Claim); err != nil {
+			return nil, err
+		}
+		held[k] = true
+	}
+	return held, rows.Err()
 }
 
 func queueOpenJobs(b *pgx.Batch, jobs []NewJob) {
@@ -353,21 +412,26 @@ func queueNotifications(b *pgx.Batch, jobs []NewJob) {
 }
 
 func queueIdempotency(b *pgx.Batch, jobs []NewJob) {
-	var accts, jobIDs []uuid.UUID
+	var accts, jobIDs, claims []uuid.UUID
 	var keys []string
 	for _, j := range jobs {
 		if j.Idempotency != nil {
 			accts, keys, jobIDs = append(accts, j.Idempotency.AccountID), append(keys, j.Idempotency.Key), append(jobIDs, j.ID)
+			claims = append(claims, j.Idempotency.Claim)
 		}
 	}
 	if len(keys) == 0 {
 		return
 	}
 	// The key completes with the job: a crash can never leave a job without its key (a replay
-	// would charge again) or a key without its job.
-	b.Queue(`UPDATE idempotency_keys k SET state = 'done', response_status = 202, resource_id = u.job_id
-		FROM unnest($1::uuid[], $2::text[], $3::uuid[]) AS u(account_id, key, job_id)
-		WHERE k.account_id = u.account_id AND k.key = u.key`, accts, keys, jobIDs)
+	// would charge again) or a key without its job. A claim that lapsed and was taken over by a
+	// retry fails the whole batch (tuma_fence), and AcceptJobs retries it without that job.
+	b.Queue(`WITH done AS (
+			UPDATE idempotency_keys k SET state = 'done', response_status = 202, resource_id = u.job_id
+			FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[]) AS u(account_id, key, job_id, claim)
+			WHERE k.account_id = u.account_id AND k.key = u.key AND k.claim = u.claim AND k.state = 'in_flight'
+			RETURNING 1)
+		SELECT tuma_fence($5, count(*)) FROM done`, accts, keys, jobIDs, claims, int64(len(keys)))
 }
 
 // ExpandJob writes the message rows of a job accepted with pending recipients and clears the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -30,7 +31,7 @@ func fundedAccount(t *testing.T, st *persistence.Store, cents int64) uuid.UUID {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Credit(context.Background(), a.ID, cents, "topup", "", "test"); err != nil {
+	if _, err := st.Credit(context.Background(), persistence.NewCredit{AccountID: a.ID, Cents: cents, Type: "topup", Description: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	return a.ID
@@ -60,6 +61,43 @@ func TestAcceptJobsOverdraftFailsOnlyThatAccount(t *testing.T) {
 	}
 	if c, _ := st.MessageCounts(ctx, rich); c.Queued != 2 {
 		t.Errorf("rich account queued %d; want 2", c.Queued)
+	}
+}
+
+// A job whose Idempotency-Key claim lapsed and was taken over by a retry must not commit: the
+// retry will. The rest of its group commits as usual.
+func TestAcceptJobsFencesOutALapsedClaim(t *testing.T) {
+	st, _ := pgtest.NewStore(t)
+	ctx := context.Background()
+	acct := fundedAccount(t, st, 1000)
+	k := persistence.IdempotencyKey{AccountID: acct, Key: "retry-me"}
+	first, _, err := st.ClaimIdempotencyKey(ctx, k, []byte("h"), time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	second, _, err := st.ClaimIdempotencyKey(ctx, k, []byte("h"), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, other, retry := job(acct, 100), job(acct, 10), job(acct, 100)
+	stale.Idempotency, retry.Idempotency = &first, &second
+	res, err := st.AcceptJobs(ctx, []persistence.NewJob{stale, other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res[0].Err, persistence.ErrIdempotencyLost) || res[1].Err != nil {
+		t.Fatalf("results %+v; want the lapsed claim fenced out and the other job accepted", res)
+	}
+	if res, err := st.AcceptJobs(ctx, []persistence.NewJob{retry}); err != nil || res[0].Err != nil {
+		t.Fatalf("the retry holding the key: %+v, %v", res, err)
+	}
+	w, _ := st.Wallet(ctx, acct)
+	if w.BalanceCents != 1000-10-100 {
+		t.Errorf("balance %d; want %d (the key's job charged once)", w.BalanceCents, 1000-10-100)
+	}
+	if _, stored, err := st.ClaimIdempotencyKey(ctx, k, []byte("h"), time.Minute); err != nil || stored == nil || *stored.ResourceID != retry.ID {
+		t.Errorf("the key replays %+v, %v; want the retry's job %s", stored, err, retry.ID)
 	}
 }
 

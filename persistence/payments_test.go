@@ -166,7 +166,7 @@ func TestLowBalanceAlertOncePerCrossing(t *testing.T) {
 	if added, _ := st.LowBalanceAlert(ctx, a.ID, 10000, n); added {
 		t.Error("alerted again without recovering")
 	}
-	if _, err := st.Credit(ctx, a.ID, 20000, "topup", "", "test"); err != nil {
+	if _, err := st.Credit(ctx, persistence.NewCredit{AccountID: a.ID, Cents: 20000, Type: "topup", Description: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.LowBalanceRecovered(ctx, a.ID, 10000); err != nil {

@@ -219,6 +219,21 @@ func (s *Store) ListTransactions(ctx context.Context, accountID uuid.UUID, txTyp
 	return out, total, rows.Err()
 }
 
+// TransactionByID returns one of the account's ledger entries.
+func (s *Store) TransactionByID(ctx context.Context, accountID, id uuid.UUID) (Transaction, error) {
+	var t Transaction
+	err := s.pool.QueryRow(ctx, `SELECT id, type, amount_cents, sms_count, reference, description, created_at
+		FROM wallet_transactions WHERE account_id = $1 AND id = $2`, accountID, id).
+		Scan(&t.ID, &t.Type, &t.AmountCents, &t.SMSCount, &t.Reference, &t.Description, &t.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Transaction{}, ErrNotFound
+	}
+	if err != nil {
+		return Transaction{}, fmt.Errorf("transaction by id: %w", err)
+	}
+	return t, nil
+}
+
 // Job is a stored job as the API shows it.
 type Job struct {
 	ID              uuid.UUID

@@ -84,12 +84,24 @@ func (s *Store) ApprovedSender(ctx context.Context, accountID uuid.UUID, idOrNam
 	return snd, nil
 }
 
-// Credit adds to a wallet with a ledger entry (top-ups, operator credits, bonuses).
-func (s *Store) Credit(ctx context.Context, accountID uuid.UUID, cents int64, txType, reference, description string) (WalletSnapshot, error) {
+// NewCredit is money added to a wallet outside a payment: operator credits, bonuses.
+type NewCredit struct {
+	AccountID   uuid.UUID
+	Cents       int64
+	Type        string // topup
+	Reference   string // "" for none
+	Description string
+	// Idempotency, when set, completes with the credit (status 200, the ledger entry as its
+	// resource), so a repeated request can never credit twice.
+	Idempotency *IdempotencyKey
+}
+
+// Credit adds to a wallet with a ledger entry.
+func (s *Store) Credit(ctx context.Context, c NewCredit) (WalletSnapshot, error) {
 	var w WalletSnapshot
 	err := pgx.BeginFunc(ctx, s.accept, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `UPDATE wallets SET balance_cents = balance_cents + $2, version = version + 1, updated_at = now()
-			WHERE account_id = $1 RETURNING account_id, balance_cents, version`, accountID, cents).
+			WHERE account_id = $1 RETURNING account_id, balance_cents, version`, c.AccountID, c.Cents).
 			Scan(&w.AccountID, &w.BalanceCents, &w.Version)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNotFound
@@ -98,14 +110,18 @@ func (s *Store) Credit(ctx context.Context, accountID uuid.UUID, cents int64, tx
 			return err
 		}
 		var ref *string
-		if reference != "" {
-			ref = &reference
+		if c.Reference != "" {
+			ref = &c.Reference
 		}
+		entry := NewID()
 		_, err = tx.Exec(ctx, `INSERT INTO wallet_transactions (id, account_id, type, amount_cents, reference, description)
-			VALUES ($1, $2, $3, $4, $5, $6)`, NewID(), accountID, txType, cents, ref, description)
-		return err
+			VALUES ($1, $2, $3, $4, $5, $6)`, entry, c.AccountID, c.Type, c.Cents, ref, c.Description)
+		if err != nil || c.Idempotency == nil {
+			return err
+		}
+		return completeIdempotencyKey(ctx, tx, *c.Idempotency, StoredResponse{Status: 200, ResourceID: &entry})
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrIdempotencyLost) {
 		return WalletSnapshot{}, err
 	}
 	if err != nil {

@@ -183,7 +183,10 @@ func (s *Server) updateProfile(ctx context.Context, rc *fasthttp.RequestCtx) err
 	if err != nil {
 		return err
 	}
-	s.Engine.AccountChanged(a.ID) // the company name prefixes shared-sender messages
+	// The company name prefixes shared-sender messages: the very next send must use the new one.
+	if err := s.Engine.AccountChanged(ctx, a.ID); err != nil {
+		return err
+	}
 	return writeJSON(rc, http.StatusOK, newUserJSON(a))
 }
 

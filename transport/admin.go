@@ -75,20 +75,75 @@ func parseKES(raw json.RawMessage, minCents, maxCents int64) (int64, string) {
 
 func kesString(c int64) string { b, _ := kes(c).MarshalJSON(); return string(b) }
 
+// creditJSON is the answer of an operator credit.
+type creditJSON struct {
+	AccountID   uuid.UUID `json:"account_id"`
+	CreditedKES kes       `json:"credited_kes"`
+	BalanceKES  kes       `json:"balance_kes"`
+}
+
 func (s *Server) credit(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	id, err := pathID(rc, "id")
 	if err != nil {
 		return err
 	}
+	if err := checkJSONContentType(rc); err != nil {
+		return err
+	}
+	cents, desc, err := parseCredit(rc.PostBody())
+	if err != nil {
+		return err
+	}
+	if _, err := s.Accounts.AccountByID(ctx, id); err != nil {
+		return err
+	}
+	op := idempotentOp{scope: id, namespace: "admin:", fromResource: s.replayCredit}
+	return s.idempotent(ctx, rc, op, func(key *persistence.IdempotencyKey) error {
+		w, err := s.Engine.Credit(ctx, persistence.NewCredit{AccountID: id, Cents: cents, Type: "topup",
+			Reference: "admin-credit", Description: desc, Idempotency: key})
+		if err != nil {
+			return err
+		}
+		body, err := json.Marshal(creditJSON{id, kes(cents), kes(w.BalanceCents)})
+		if err != nil {
+			return err
+		}
+		if key != nil {
+			// The credit's transaction recorded its ledger entry; the body is kept for replays.
+			if err := s.Idempotency.SaveIdempotentBody(ctx, *key, body); err != nil {
+				s.Log.Warn("keep the replay of an operator credit", "error", err)
+			}
+		}
+		rc.Response.Header.SetContentType("application/json; charset=utf-8")
+		rc.SetBody(body)
+		return nil
+	})
+}
+
+// replayCredit answers a repeated credit whose body was not kept (a crash right after it
+// committed) from its ledger entry and the balance now.
+func (s *Server) replayCredit(ctx context.Context, accountID, entryID uuid.UUID) (any, error) {
+	t, err := s.Queries.TransactionByID(ctx, accountID, entryID)
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.Queries.Wallet(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	return creditJSON{accountID, kes(t.AmountCents), kes(w.BalanceCents)}, nil
+}
+
+// parseCredit reads {"amount_kes": 25, "description": "…"}.
+func parseCredit(body []byte) (cents int64, desc string, err error) {
 	var in struct {
 		AmountKES   json.RawMessage `json:"amount_kes"`
 		Description string          `json:"description"`
 	}
-	if err := decodeJSON(rc, &in); err != nil {
-		return err
+	if err := decodeJSONBytes(body, &in); err != nil {
+		return 0, "", err
 	}
 	var fe fieldErrors
-	var cents int64
 	if len(in.AmountKES) == 0 || string(in.AmountKES) == "null" {
 		fe.add("amount_kes", "is required")
 	} else if c, msg := parseKES(in.AmountKES, 1, 100_000_000); msg != "" {
@@ -96,25 +151,14 @@ func (s *Server) credit(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	} else {
 		cents = c
 	}
-	desc := checkText(&fe, "description", in.Description, 0, 200)
+	desc = checkText(&fe, "description", in.Description, 0, 200)
 	if err := fe.err(); err != nil {
-		return err
+		return 0, "", err
 	}
 	if desc == "" {
 		desc = "Credit from Tuma"
 	}
-	if _, err := s.Accounts.AccountByID(ctx, id); err != nil {
-		return err
-	}
-	w, err := s.Engine.Credit(ctx, id, cents, "topup", "admin-credit", desc)
-	if err != nil {
-		return err
-	}
-	return writeJSON(rc, http.StatusOK, struct {
-		AccountID   uuid.UUID `json:"account_id"`
-		CreditedKES kes       `json:"credited_kes"`
-		BalanceKES  kes       `json:"balance_kes"`
-	}{id, kes(cents), kes(w.BalanceCents)})
+	return cents, desc, nil
 }
 
 func (s *Server) setPricing(ctx context.Context, rc *fasthttp.RequestCtx) error {

@@ -15,7 +15,7 @@ import (
 
 // decodeJSON reads the request body into v (a pointer to a struct).
 //
-// Malformed JSON is 400; a well-formed body with a value of the wrong type is 422 naming the
+// Malformed JSON is 400, and so is an object that names a member twice; a well-formed body with a value of the wrong type is 422 naming the
 // field; unknown fields are ignored; a body that is not JSON by its Content-Type is 415.
 func decodeJSON(rc *fasthttp.RequestCtx, v any) error {
 	if err := checkJSONContentType(rc); err != nil {
@@ -40,6 +40,10 @@ func checkJSONContentType(rc *fasthttp.RequestCtx) error {
 func decodeJSONBytes(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return badRequest("malformed_json", "the request body is empty; a JSON object is required")
+	}
+	// Before decoding: a repeated member is refused whatever else is wrong with its values.
+	if name, dup := duplicateKey(body); dup {
+		return badRequest("duplicate_json_key", fmt.Sprintf("the member %q appears more than once in one object", name))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {

@@ -116,7 +116,7 @@ func problemFor(err error) *Problem {
 	case errors.Is(err, persistence.ErrTokenReused):
 		return newProblem(http.StatusUnauthorized, "refresh_token_reused",
 			"this refresh token was already used; every session started from the same login has been ended")
-	case errors.Is(err, persistence.ErrIdempotencyBusy):
+	case errors.Is(err, persistence.ErrIdempotencyBusy), errors.Is(err, persistence.ErrIdempotencyLost):
 		return newProblem(http.StatusConflict, "idempotency_key_in_use", "a request with this Idempotency-Key is still being processed")
 	case errors.Is(err, persistence.ErrIdempotencyUsed):
 		return newProblem(http.StatusUnprocessableEntity, "idempotency_key_reused",

@@ -62,8 +62,8 @@ type Accounts interface {
 
 // Idempotency stores Idempotency-Key claims and responses.
 type Idempotency interface {
-	ClaimIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey, requestHash []byte, lease time.Duration) (*persistence.StoredResponse, error)
-	CompleteIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey, resp persistence.StoredResponse) error
+	ClaimIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey, requestHash []byte, lease time.Duration) (persistence.IdempotencyKey, *persistence.StoredResponse, error)
+	SaveIdempotentBody(ctx context.Context, k persistence.IdempotencyKey, body []byte) error
 	ReleaseIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey) error
 }
 
@@ -81,9 +81,9 @@ type Limiter interface {
 // Dispatcher is the actor engine, for commands that change money or messages.
 type Dispatcher interface {
 	Send(ctx context.Context, req actors.SendRequest) (actors.SendResult, error)
-	Credit(ctx context.Context, accountID uuid.UUID, cents int64, txType, reference, description string) (persistence.WalletSnapshot, error)
+	Credit(ctx context.Context, c persistence.NewCredit) (persistence.WalletSnapshot, error)
 	SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error
-	AccountChanged(accountID uuid.UUID)
+	AccountChanged(ctx context.Context, accountID uuid.UUID) error
 	WalletChanged(w persistence.WalletSnapshot)
 	LiveStatus(ctx context.Context, network carriers.Network, providerID string) (actors.CarrierStatus, error)
 	Sync(ctx context.Context, network carriers.Network, providerID string, st actors.CarrierStatus) error
@@ -99,6 +99,7 @@ type Queries interface {
 	JobByID(ctx context.Context, accountID, id uuid.UUID) (persistence.Job, error)
 	Wallet(ctx context.Context, accountID uuid.UUID) (persistence.Wallet, error)
 	ListTransactions(ctx context.Context, accountID uuid.UUID, txType string, p persistence.Page) ([]persistence.Transaction, int64, error)
+	TransactionByID(ctx context.Context, accountID, id uuid.UUID) (persistence.Transaction, error)
 	Notifications(ctx context.Context, accountID uuid.UUID, limit int) ([]persistence.Notification, error)
 	UnreadCount(ctx context.Context, accountID uuid.UUID) (int64, error)
 	MarkRead(ctx context.Context, accountID, id uuid.UUID) (persistence.Notification, error)

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"net/http"
 	"time"
@@ -22,46 +21,29 @@ type sendResponse struct {
 	Status          string    `json:"status"`
 }
 
-// maxIdempotencyKey bounds the Idempotency-Key header.
-const maxIdempotencyKey = 255
-
 func (s *Server) send(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	return s.idempotent(ctx, rc, func(p auth.Principal, key *persistence.IdempotencyKey) error {
-		res, err := s.sendOnce(ctx, rc, p, key)
-		if err != nil {
-			return err
-		}
-		return writeJSON(rc, http.StatusAccepted, sendResponse{JobID: res.JobID, RecipientsCount: res.Recipients,
-			CostKES: kes(res.CostCents), Status: "sent"})
-	})
-}
-
-// idempotent runs a JSON POST that honours Idempotency-Key: a replay of a completed request
-// answers as the first time did and runs nothing; run stores its response with the key (in the
-// transaction that makes its effect durable), and when it fails having done nothing the key is
-// released, so the client may retry with it.
-func (s *Server) idempotent(ctx context.Context, rc *fasthttp.RequestCtx, run func(p auth.Principal, key *persistence.IdempotencyKey) error) error {
 	if err := checkJSONContentType(rc); err != nil {
 		return err
 	}
 	p := principal(rc)
-	key, err := idempotencyKey(rc, p)
+	return s.idempotent(ctx, rc, idempotentOp{scope: p.AccountID, fromResource: s.replaySend},
+		func(key *persistence.IdempotencyKey) error {
+			res, err := s.sendOnce(ctx, rc, p, key)
+			if err != nil {
+				return err
+			}
+			return writeJSON(rc, http.StatusAccepted, sendResponse{JobID: res.JobID, RecipientsCount: res.Recipients,
+				CostKES: kes(res.CostCents), Status: "sent"})
+		})
+}
+
+// replaySend renders the answer of a send from the job it created.
+func (s *Server) replaySend(ctx context.Context, accountID, jobID uuid.UUID) (any, error) {
+	j, err := s.Queries.JobByID(ctx, accountID, jobID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if key != nil {
-		replay, err := s.claim(ctx, rc, *key)
-		if err != nil || replay {
-			return err
-		}
-	}
-	if err := run(p, key); err != nil {
-		if key != nil {
-			_ = s.Idempotency.ReleaseIdempotencyKey(context.WithoutCancel(ctx), *key)
-		}
-		return err
-	}
-	return nil
+	return sendResponse{JobID: j.ID, RecipientsCount: j.RecipientsCount, CostKES: kes(j.CostCents), Status: "sent"}, nil
 }
 
 func (s *Server) sendOnce(ctx context.Context, rc *fasthttp.RequestCtx, p auth.Principal, key *persistence.IdempotencyKey) (actors.SendResult, error) {
@@ -85,49 +67,6 @@ func (s *Server) sendOnce(ctx context.Context, rc *fasthttp.RequestCtx, p auth.P
 	}
 	return s.Engine.Send(ctx, req)
 }
-
-// idempotencyKey reads the optional Idempotency-Key header.
-func idempotencyKey(rc *fasthttp.RequestCtx, p auth.Principal) (*persistence.IdempotencyKey, error) {
-	raw := rc.Request.Header.Peek("Idempotency-Key")
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	if len(raw) > maxIdempotencyKey {
-		return nil, badRequest("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters")
-	}
-	return &persistence.IdempotencyKey{AccountID: p.AccountID, Key: string(raw)}, nil
-}
-
-// claim takes the key for this request. replay is true when it answered with the stored
-// response of an earlier identical request.
-func (s *Server) claim(ctx context.Context, rc *fasthttp.RequestCtx, k persistence.IdempotencyKey) (replay bool, err error) {
-	h := sha256.New()
-	h.Write(rc.Method())
-	h.Write([]byte{0})
-	h.Write(rc.Path())
-	h.Write([]byte{0})
-	h.Write(rc.PostBody())
-	stored, err := s.Idempotency.ClaimIdempotencyKey(ctx, k, h.Sum(nil), s.opts.RequestTimeout+persistenceLeaseMargin)
-	if err != nil || stored == nil {
-		return false, err
-	}
-	rc.Response.Header.Set("Idempotent-Replayed", "true")
-	if stored.ResourceID != nil {
-		j, err := s.Queries.JobByID(ctx, k.AccountID, *stored.ResourceID)
-		if err != nil {
-			return true, err
-		}
-		return true, writeJSON(rc, stored.Status, sendResponse{JobID: j.ID, RecipientsCount: j.RecipientsCount,
-			CostKES: kes(j.CostCents), Status: "sent"})
-	}
-	rc.Response.Header.SetContentType("application/json; charset=utf-8")
-	rc.SetStatusCode(stored.Status)
-	rc.SetBody(stored.Body)
-	return true, nil
-}
-
-// persistenceLeaseMargin keeps an in-flight claim a little longer than its request may run.
-const persistenceLeaseMargin = 5 * time.Second
 
 // messageJSON is the message object (CONTRACT §4).
 type messageJSON struct {

@@ -49,7 +49,11 @@ type checkoutJSON struct {
 }
 
 func (s *Server) topup(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	return s.idempotent(ctx, rc, func(p auth.Principal, key *persistence.IdempotencyKey) error {
+	if err := checkJSONContentType(rc); err != nil {
+		return err
+	}
+	p := principal(rc)
+	return s.idempotent(ctx, rc, idempotentOp{scope: p.AccountID}, func(key *persistence.IdempotencyKey) error {
 		body, err := s.topupOnce(ctx, rc, p, key)
 		if err != nil {
 			return err
