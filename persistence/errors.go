@@ -1,9 +1,10 @@
+// Errors callers tell apart.
+
 package persistence
 
 import (
 	"errors"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -20,10 +21,4 @@ var (
 func isUniqueViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
-}
-
-// NewID returns a new UUIDv7: time-ordered, so inserts append to the primary-key index.
-func NewID() uuid.UUID {
-	// NewV7 fails only when the system's random source does, which nothing can recover from.
-	return uuid.Must(uuid.NewV7())
 }

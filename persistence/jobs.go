@@ -1,14 +1,15 @@
+// Jobs: an accepted send (or a campaign batch) and its expansion into message rows.
+
 package persistence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/tuma-sms/tuma/carriers"
 )
 
 // JobRecord is a stored job, as recovery and job actors read it.
@@ -55,109 +56,92 @@ func (s *Store) UnfinishedJobs(ctx context.Context) ([]JobRecord, error) {
 	return out, rows.Err()
 }
 
-// OpenMessage is a message that has not reached a final state.
-type OpenMessage struct {
-	NewMessage
-	Status     string // queued | sent
-	ProviderID string // set when sent
+// NewJob is an accepted send, written with its debit in one transaction.
+type NewJob struct {
+	ID           uuid.UUID
+	AccountID    uuid.UUID
+	CampaignID   *uuid.UUID
+	Source       string
+	Message      string
+	SharedPrefix string
+	Senders      [3]string // by network (carriers.Safaricom-1 …)
+	Prefixed     [3]bool
+	PriceCents   int64
+	Recipients   int
+	Units        int64 // SMS units: parts summed over recipients
+	CostCents    int64
+	Inline       []NewMessage // written now (small jobs)
+	Pending      []byte       // EncodeRecipients, expanded later (large jobs)
+	Notices      []NewNotification
+	Idempotency  *IdempotencyKey // completed in the same transaction
 }
 
-// OpenMessages returns up to limit of a job's messages still queued or sent with ids after
-// `after` (uuid.Nil: from the start), in id order: a job is read a page at a time, so its
-// size never decides how much memory it takes.
-func (s *Store) OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit int) ([]OpenMessage, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, recipient, network, sender, body, prefixed, parts, encoding, cost_cents,
-			status, coalesce(provider_message_id, '')
-		FROM messages WHERE job_id = $1 AND id > $2 AND status IN ('queued', 'sent') ORDER BY id LIMIT $3`, jobID, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("open messages: %w", err)
-	}
-	defer rows.Close()
-	var out []OpenMessage
-	for rows.Next() {
-		var (
-			m                        OpenMessage
-			network, parts, encoding int16
-			cost                     int32
-		)
-		if err := rows.Scan(&m.ID, &m.Recipient, &network, &m.Sender, &m.Body, &m.Prefixed, &parts, &encoding, &cost,
-			&m.Status, &m.ProviderID); err != nil {
-			return nil, fmt.Errorf("open messages: %w", err)
-		}
-		m.Network, m.Parts, m.Encoding, m.CostCents = carriers.Network(network), int(parts), carriers.Encoding(encoding), int64(cost)
-		out = append(out, m)
-	}
-	return out, rows.Err()
-}
-
-// StaleMessage is a sent message still waiting for its receipt.
-type StaleMessage struct {
-	ProviderID string
-	Network    carriers.Network
-}
-
-// StaleSent lists up to limit messages of unfinished jobs that were sent before `before` and
-// still have no receipt.
-func (s *Store) StaleSent(ctx context.Context, before time.Time, limit int) ([]StaleMessage, error) {
-	rows, err := s.pool.Query(ctx, `SELECT m.provider_message_id, m.network
-		FROM open_jobs o JOIN messages m ON m.job_id = o.job_id
-		WHERE m.status = 'sent' AND m.sent_at < $1 AND m.provider_message_id IS NOT NULL
-		LIMIT $2`, before, limit)
-	if err != nil {
-		return nil, fmt.Errorf("stale sent messages: %w", err)
-	}
-	defer rows.Close()
-	var out []StaleMessage
-	for rows.Next() {
-		var m StaleMessage
-		var net int16
-		if err := rows.Scan(&m.ProviderID, &net); err != nil {
-			return nil, fmt.Errorf("stale sent messages: %w", err)
-		}
-		m.Network = carriers.Network(net)
-		out = append(out, m)
-	}
-	return out, rows.Err()
-}
-
-// RecountOpenJobs makes the counters of every unfinished job (and their accounts' counts)
-// agree with its messages, completing the jobs that are done. The engine batches counter
-// writes, so after a crash they can trail the messages; recovery runs this before resuming.
-func (s *Store) RecountOpenJobs(ctx context.Context) (completed int, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
-			SELECT j.id, j.account_id, c.sent - j.sent_count, c.delivered - j.delivered_count,
-				c.failed - j.failed_count, c.refunded - j.refunded_cents
-			FROM open_jobs o JOIN jobs j ON j.id = o.job_id,
-				LATERAL (SELECT count(*) FILTER (WHERE m.status = 'sent') AS sent,
-						count(*) FILTER (WHERE m.status = 'delivered') AS delivered,
-						count(*) FILTER (WHERE m.status = 'failed') AS failed,
-						coalesce(sum(m.cost_cents) FILTER (WHERE m.status = 'failed'), 0) AS refunded
-					FROM messages m WHERE m.job_id = j.id) AS c`)
+// ExpandJob writes the message rows of a job accepted with pending recipients and clears the
+// pending list, atomically. It reports false when the job was already expanded (by an earlier
+// run that committed just before a crash).
+func (s *Store) ExpandJob(ctx context.Context, j NewJob, msgs []NewMessage) (bool, error) {
+	expanded := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var pending bool
+		var accepted time.Time
+		err := tx.QueryRow(ctx, `SELECT pending_recipients IS NOT NULL, created_at FROM jobs WHERE id = $1 FOR UPDATE`, j.ID).
+			Scan(&pending, &accepted)
 		if err != nil {
+			return fmt.Errorf("lock job: %w", err)
+		}
+		if !pending {
+			return nil
+		}
+		// One row buffer, reused: pgx encodes each row before asking for the next. A message was
+		// accepted with its job, whenever its row is written: created_at says so.
+		row := make([]any, 13)
+		row[12] = accepted
+		i := 0
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"messages"},
+			[]string{"id", "job_id", "account_id", "campaign_id", "recipient", "network", "sender", "body", "prefixed", "parts", "encoding", "cost_cents", "created_at"},
+			pgx.CopyFromFunc(func() ([]any, error) {
+				if i == len(msgs) {
+					return nil, nil
+				}
+				m := msgs[i]
+				row[0], row[1], row[2], row[3], row[4], row[5] = m.ID, j.ID, j.AccountID, j.CampaignID, m.Recipient, int16(m.Network)
+				row[6], row[7], row[8], row[9], row[10], row[11] = m.Sender, m.Body, m.Prefixed, int16(m.Parts), int16(m.Encoding), int32(m.CostCents)
+				i++
+				return row, nil
+			}))
+		if err != nil {
+			return fmt.Errorf("copy messages: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET pending_recipients = NULL, status = 'sending' WHERE id = $1`, j.ID); err != nil {
 			return err
 		}
-		var diffs []JobProgress
-		for rows.Next() {
-			var p JobProgress
-			if err := rows.Scan(&p.JobID, &p.AccountID, &p.Sent, &p.Delivered, &p.Failed, &p.RefundedCents); err != nil {
-				rows.Close()
-				return err
-			}
-			diffs = append(diffs, p)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		// Every open job goes through, even unchanged ones: a job whose last counters were
-		// written just before the crash may be complete already.
-		done, err := applyProgress(ctx, tx, diffs)
-		completed = len(done)
-		return err
+		expanded = true
+		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("recount open jobs: %w", err)
+		return false, fmt.Errorf("expand job %s: %w", j.ID, err)
 	}
-	return completed, nil
+	return expanded, nil
+}
+
+// Job is a stored job as the API shows it.
+type Job struct {
+	ID              uuid.UUID
+	RecipientsCount int
+	CostCents       int64
+	Status          string
+}
+
+// JobByID returns one of the account's jobs.
+func (s *Store) JobByID(ctx context.Context, accountID, id uuid.UUID) (Job, error) {
+	var j Job
+	err := s.pool.QueryRow(ctx, `SELECT id, recipients_count, cost_cents, status FROM jobs WHERE id = $1 AND account_id = $2`,
+		id, accountID).Scan(&j.ID, &j.RecipientsCount, &j.CostCents, &j.Status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Job{}, ErrNotFound
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("job by id: %w", err)
+	}
+	return j, nil
 }

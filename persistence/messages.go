@@ -1,0 +1,294 @@
+// Messages: one row per recipient, how the API lists and finds them, and what recovery reads.
+
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tuma-sms/tuma/carriers"
+)
+
+// NewMessage is one message row written with its job or at expansion.
+type NewMessage struct {
+	ID        uuid.UUID
+	Recipient string // E.164
+	Network   carriers.Network
+	Sender    string
+	Prefixed  bool
+	Body      *string // personalised text; nil means the job's text
+	Parts     int
+	Encoding  carriers.Encoding
+	CostCents int64
+}
+
+// messageRows holds message rows column by column, for unnest and COPY alike.
+type messageRows struct {
+	ids, jobs, accts []uuid.UUID
+	campaigns        []*uuid.UUID
+	recipients       []string
+	networks         []int16
+	senders          []string
+	bodies           []*string
+	prefixed         []bool
+	parts, encodings []int16
+	costs            []int32
+}
+
+func newMessageRows(n int) *messageRows {
+	return &messageRows{
+		ids: make([]uuid.UUID, 0, n), jobs: make([]uuid.UUID, 0, n), accts: make([]uuid.UUID, 0, n),
+		campaigns: make([]*uuid.UUID, 0, n), recipients: make([]string, 0, n), networks: make([]int16, 0, n),
+		senders: make([]string, 0, n), bodies: make([]*string, 0, n), prefixed: make([]bool, 0, n),
+		parts: make([]int16, 0, n), encodings: make([]int16, 0, n), costs: make([]int32, 0, n),
+	}
+}
+
+func (m *messageRows) add(j NewJob, msg NewMessage) {
+	m.ids = append(m.ids, msg.ID)
+	m.jobs = append(m.jobs, j.ID)
+	m.accts = append(m.accts, j.AccountID)
+	m.campaigns = append(m.campaigns, j.CampaignID)
+	m.recipients = append(m.recipients, msg.Recipient)
+	m.networks = append(m.networks, int16(msg.Network))
+	m.senders = append(m.senders, msg.Sender)
+	m.bodies = append(m.bodies, msg.Body)
+	m.prefixed = append(m.prefixed, msg.Prefixed)
+	m.parts = append(m.parts, int16(msg.Parts))
+	m.encodings = append(m.encodings, int16(msg.Encoding))
+	m.costs = append(m.costs, int32(msg.CostCents))
+}
+
+// Message is a stored message as the API shows it.
+type Message struct {
+	ID, JobID         uuid.UUID
+	AccountID         uuid.UUID
+	CampaignID        *uuid.UUID
+	Recipient         string
+	Network           carriers.Network
+	Sender            string
+	Text              string
+	Parts             int
+	Encoding          carriers.Encoding
+	CostCents         int64
+	Status            string
+	ProviderStatus    string
+	ProviderMessageID *string
+	Source            string
+	CreatedAt         time.Time
+	SentAt            *time.Time
+	DeliveredAt       *time.Time
+	FailedAt          *time.Time
+}
+
+const messageColumns = `m.id, m.job_id, m.account_id, m.campaign_id, m.recipient, m.network, m.sender,
+	coalesce(m.body, CASE WHEN m.prefixed THEN j.shared_prefix ELSE '' END || j.message),
+	m.parts, m.encoding, m.cost_cents, m.status, m.provider_status, m.provider_message_id, j.source,
+	m.created_at, m.sent_at, m.delivered_at, m.failed_at`
+
+func scanMessage(row pgx.Row) (Message, error) {
+	var (
+		m                        Message
+		network, parts, encoding int16
+		cost                     int32
+	)
+	err := row.Scan(&m.ID, &m.JobID, &m.AccountID, &m.CampaignID, &m.Recipient, &network, &m.Sender, &m.Text,
+		&parts, &encoding, &cost, &m.Status, &m.ProviderStatus, &m.ProviderMessageID, &m.Source,
+		&m.CreatedAt, &m.SentAt, &m.DeliveredAt, &m.FailedAt)
+	m.Network, m.Parts, m.Encoding, m.CostCents = carriers.Network(network), int(parts), carriers.Encoding(encoding), int64(cost)
+	return m, err
+}
+
+// MessageFilter narrows a message list; zero fields do not filter.
+type MessageFilter struct {
+	Status     string
+	JobID      *uuid.UUID
+	CampaignID *uuid.UUID
+}
+
+// ListMessages returns a page of the account's messages, newest first, and the total.
+func (s *Store) ListMessages(ctx context.Context, accountID uuid.UUID, f MessageFilter, p Page) ([]Message, int64, error) {
+	where := []string{"m.account_id = $1"}
+	args := []any{accountID}
+	if f.Status != "" {
+		args = append(args, f.Status)
+		where = append(where, fmt.Sprintf("m.status = $%d", len(args)))
+	}
+	if f.JobID != nil {
+		args = append(args, *f.JobID)
+		where = append(where, fmt.Sprintf("m.job_id = $%d", len(args)))
+	}
+	if f.CampaignID != nil {
+		args = append(args, *f.CampaignID)
+		where = append(where, fmt.Sprintf("m.campaign_id = $%d", len(args)))
+	}
+	cond := strings.Join(where, " AND ")
+
+	var total int64
+	var err error
+	if f.JobID == nil && f.CampaignID == nil {
+		// The live counts answer without scanning a large account's messages.
+		total, err = s.countFromCounters(ctx, accountID, f.Status)
+	} else {
+		err = s.pool.QueryRow(ctx, `SELECT count(*) FROM messages m WHERE `+cond, args...).Scan(&total)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("count messages: %w", err)
+	}
+	args = append(args, p.Size, p.offset())
+	rows, err := s.pool.Query(ctx, `SELECT `+messageColumns+` FROM messages m JOIN jobs j ON j.id = m.job_id
+		WHERE `+cond+fmt.Sprintf(` ORDER BY m.account_id, m.id DESC LIMIT $%d OFFSET $%d`, len(args)-1, len(args)), args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list messages: %w", err)
+	}
+	defer rows.Close()
+	out := make([]Message, 0, p.Size)
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list messages: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, total, rows.Err()
+}
+
+func (s *Store) countFromCounters(ctx context.Context, accountID uuid.UUID, status string) (int64, error) {
+	c, err := s.MessageCounts(ctx, accountID)
+	if err != nil {
+		return 0, err
+	}
+	switch status {
+	case "queued":
+		return c.Queued, nil
+	case "sent":
+		return c.Sent, nil
+	case "delivered":
+		return c.Delivered, nil
+	case "failed":
+		return c.Failed, nil
+	}
+	return c.Total(), nil
+}
+
+// MessageByID returns one of the account's messages. Another account's id is ErrNotFound.
+func (s *Store) MessageByID(ctx context.Context, accountID, id uuid.UUID) (Message, error) {
+	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM messages m JOIN jobs j ON j.id = m.job_id
+		WHERE m.id = $1 AND m.account_id = $2`, id, accountID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Message{}, ErrNotFound
+	}
+	if err != nil {
+		return Message{}, fmt.Errorf("message by id: %w", err)
+	}
+	return m, nil
+}
+
+// MessageByProviderID returns the account's message a carrier knows by providerID.
+func (s *Store) MessageByProviderID(ctx context.Context, accountID uuid.UUID, providerID string) (Message, error) {
+	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM provider_refs r
+		JOIN messages m ON m.account_id = r.account_id AND m.id = r.message_id JOIN jobs j ON j.id = m.job_id
+		WHERE r.provider_message_id = $1 AND r.account_id = $2 LIMIT 1`, providerID, accountID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Message{}, ErrNotFound
+	}
+	if err != nil {
+		return Message{}, fmt.Errorf("message by provider id: %w", err)
+	}
+	return m, nil
+}
+
+// MessageCounts are an account's messages by status.
+type MessageCounts struct {
+	Queued, Sent, Delivered, Failed int64
+}
+
+// Total is every message counted.
+func (c MessageCounts) Total() int64 { return c.Queued + c.Sent + c.Delivered + c.Failed }
+
+// MessageCounts reads the counts of an account. They trail the messages by at most one
+// progress write (about a second); queued is what was accepted and is in no other state yet.
+func (s *Store) MessageCounts(ctx context.Context, accountID uuid.UUID) (MessageCounts, error) {
+	var c MessageCounts
+	err := s.pool.QueryRow(ctx, `SELECT w.messages_accepted - c.sent - c.delivered - c.failed, c.sent, c.delivered, c.failed
+		FROM message_counts c JOIN wallets w ON w.account_id = c.account_id WHERE c.account_id = $1`, accountID).
+		Scan(&c.Queued, &c.Sent, &c.Delivered, &c.Failed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return MessageCounts{}, nil
+	}
+	if err != nil {
+		return MessageCounts{}, fmt.Errorf("message counts: %w", err)
+	}
+	return c, nil
+}
+
+// OpenMessage is a message that has not reached a final state.
+type OpenMessage struct {
+	NewMessage
+	Status     string // queued | sent
+	ProviderID string // set when sent
+}
+
+// OpenMessages returns up to limit of a job's messages still queued or sent with ids after
+// `after` (uuid.Nil: from the start), in id order: a job is read a page at a time, so its
+// size never decides how much memory it takes.
+func (s *Store) OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit int) ([]OpenMessage, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, recipient, network, sender, body, prefixed, parts, encoding, cost_cents,
+			status, coalesce(provider_message_id, '')
+		FROM messages WHERE job_id = $1 AND id > $2 AND status IN ('queued', 'sent') ORDER BY id LIMIT $3`, jobID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("open messages: %w", err)
+	}
+	defer rows.Close()
+	var out []OpenMessage
+	for rows.Next() {
+		var (
+			m                        OpenMessage
+			network, parts, encoding int16
+			cost                     int32
+		)
+		if err := rows.Scan(&m.ID, &m.Recipient, &network, &m.Sender, &m.Body, &m.Prefixed, &parts, &encoding, &cost,
+			&m.Status, &m.ProviderID); err != nil {
+			return nil, fmt.Errorf("open messages: %w", err)
+		}
+		m.Network, m.Parts, m.Encoding, m.CostCents = carriers.Network(network), int(parts), carriers.Encoding(encoding), int64(cost)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// StaleMessage is a sent message still waiting for its receipt.
+type StaleMessage struct {
+	ProviderID string
+	Network    carriers.Network
+}
+
+// StaleSent lists up to limit messages of unfinished jobs that were sent before `before` and
+// still have no receipt.
+func (s *Store) StaleSent(ctx context.Context, before time.Time, limit int) ([]StaleMessage, error) {
+	rows, err := s.pool.Query(ctx, `SELECT m.provider_message_id, m.network
+		FROM open_jobs o JOIN messages m ON m.job_id = o.job_id
+		WHERE m.status = 'sent' AND m.sent_at < $1 AND m.provider_message_id IS NOT NULL
+		LIMIT $2`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("stale sent messages: %w", err)
+	}
+	defer rows.Close()
+	var out []StaleMessage
+	for rows.Next() {
+		var m StaleMessage
+		var net int16
+		if err := rows.Scan(&m.ProviderID, &net); err != nil {
+			return nil, fmt.Errorf("stale sent messages: %w", err)
+		}
+		m.Network = carriers.Network(net)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

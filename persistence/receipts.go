@@ -1,0 +1,427 @@
+// Status transitions: submissions, failures and delivery receipts written in batches.
+
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tuma-sms/tuma/carriers"
+)
+
+// Submitted records that a carrier accepted a message.
+type Submitted struct {
+	AccountID  uuid.UUID
+	MessageID  uuid.UUID
+	ProviderID string
+	Network    carriers.Network
+	At         time.Time
+}
+
+// Failure records that a message failed before a carrier accepted it.
+type Failure struct {
+	AccountID      uuid.UUID
+	MessageID      uuid.UUID
+	ProviderStatus string
+	Error          string
+	At             time.Time
+}
+
+// Receipt is a carrier's final word on a message it accepted.
+type Receipt struct {
+	ProviderID     string
+	Network        carriers.Network
+	Delivered      bool
+	ProviderStatus string
+	Error          string
+	At             time.Time
+	// AccountID and MessageID name the message when the caller knows it (it saw the
+	// submission), so the write needs no provider-id lookup; zero when unknown.
+	AccountID, MessageID uuid.UUID
+}
+
+// ReceiptBatch is what the receipts actor writes in one transaction. Submissions apply first,
+// so a receipt in the same batch as its submission finds the provider id.
+type ReceiptBatch struct {
+	Submitted []Submitted
+	Failed    []Failure
+	Receipts  []Receipt
+}
+
+// FinalMessage describes a message that reached delivered or failed, for metrics.
+type FinalMessage struct {
+	Network   carriers.Network
+	Delivered bool
+	Stage     string // "submit": failed before a network accepted it; "receipt": the network's verdict
+	CreatedAt time.Time
+	DoneAt    time.Time
+}
+
+// FlushResult is what a flush changed.
+type FlushResult struct {
+	Jobs      []JobProgress
+	Refunds   []WalletSnapshot // accounts whose balance grew by refunds
+	Final     []FinalMessage
+	Submitted int
+	Unmatched int // events for messages already final or unknown (duplicates)
+	// LateReceipts matched no message because their provider id is not recorded yet: the
+	// receipt overtook its submission. The caller retries them for a while.
+	LateReceipts []Receipt
+}
+
+// FlushReceipts applies a batch of status transitions in one transaction: message rows,
+// provider references and refunds for failed messages (one ledger entry per job and flush).
+// A transition only applies from an earlier state, so replays and duplicate receipts change
+// nothing and are never refunded twice. The job and account counters these transitions imply
+// come back in the result, for ApplyProgress to write in larger, less frequent batches.
+func (s *Store) FlushReceipts(ctx context.Context, rb ReceiptBatch) (FlushResult, error) {
+	res, err := s.flushReceipts(ctx, rb, true)
+	if isUniqueViolation(err, "provider_refs_pkey") {
+		// A provider id seen before (a carrier repeating itself): COPY cannot skip it, the
+		// slower insert can.
+		res, err = s.flushReceipts(ctx, rb, false)
+	}
+	return res, err
+}
+
+func (s *Store) flushReceipts(ctx context.Context, rb ReceiptBatch, copyRefs bool) (FlushResult, error) {
+	var res FlushResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = FlushResult{}
+		if err := keyedBatchPlans(ctx, tx); err != nil {
+			return err
+		}
+		agg := newFlushAggregate()
+		if err := flushSubmitted(ctx, tx, rb.Submitted, agg, copyRefs); err != nil {
+			return err
+		}
+		if err := flushFailures(ctx, tx, rb.Failed, agg); err != nil {
+			return err
+		}
+		late, err := flushReceipts(ctx, tx, rb.Receipts, agg)
+		if err != nil {
+			return err
+		}
+		res.LateReceipts = late
+		res.Submitted = agg.submitted
+		res.Unmatched = len(rb.Submitted) + len(rb.Failed) + len(rb.Receipts) - agg.matched
+		res.Final = agg.final
+		res.Jobs = agg.progress()
+		res.Refunds, err = applyRefunds(ctx, tx, res.Jobs)
+		return err
+	})
+	if err != nil {
+		return FlushResult{}, fmt.Errorf("flush receipts: %w", err)
+	}
+	return res, nil
+}
+
+type flushAggregate struct {
+	jobs      map[uuid.UUID]*JobProgress
+	final     []FinalMessage
+	submitted int
+	matched   int
+}
+
+func newFlushAggregate() *flushAggregate {
+	return &flushAggregate{jobs: map[uuid.UUID]*JobProgress{}}
+}
+
+// progress lists the jobs the flush moved, in job order.
+func (a *flushAggregate) progress() []JobProgress {
+	out := make([]JobProgress, 0, len(a.jobs))
+	for _, id := range sortedIDs(a.jobs) {
+		out = append(out, *a.jobs[id])
+	}
+	return out
+}
+
+func (a *flushAggregate) job(jobID, accountID uuid.UUID) *JobProgress {
+	p := a.jobs[jobID]
+	if p == nil {
+		p = &JobProgress{JobID: jobID, AccountID: accountID}
+		a.jobs[jobID] = p
+	}
+	return p
+}
+
+func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flushAggregate, copyRefs bool) error {
+	if len(subs) == 0 {
+		return nil
+	}
+	n := len(subs)
+	accts, ids, pids, nets, ats := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]string, n), make([]int16, n), make([]time.Time, n)
+	for i, s := range subs {
+		accts[i], ids[i], pids[i], nets[i], ats[i] = s.AccountID, s.MessageID, s.ProviderID, int16(s.Network), s.At
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE messages m SET status = 'sent', provider_message_id = u.pid, provider_status = 'ENROUTE', sent_at = u.at
+		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) AS u(account_id, id, pid, at)
+		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'queued'
+		RETURNING m.job_id, m.account_id, m.network`, accts, ids, pids, ats)
+	if err != nil {
+		return fmt.Errorf("record submissions: %w", err)
+	}
+	for rows.Next() {
+		var job, acct uuid.UUID
+		var net int16
+		if err := rows.Scan(&job, &acct, &net); err != nil {
+			rows.Close()
+			return err
+		}
+		agg.job(job, acct).Sent++
+		agg.submitted++
+		agg.matched++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("record submissions: %w", err)
+	}
+	if copyRefs {
+		// COPY costs about half of INSERT … SELECT per row; a duplicate fails the whole
+		// flush, which FlushReceipts then repeats with the insert.
+		row := make([]any, 4)
+		i := 0
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"provider_refs"}, []string{"provider_message_id", "network", "message_id", "account_id"},
+			pgx.CopyFromFunc(func() ([]any, error) {
+				if i == n {
+					return nil, nil
+				}
+				row[0], row[1], row[2], row[3] = pids[i], nets[i], ids[i], accts[i]
+				i++
+				return row, nil
+			}))
+	} else {
+		_, err = tx.Exec(ctx, `INSERT INTO provider_refs (provider_message_id, network, message_id, account_id)
+			SELECT * FROM unnest($1::text[], $2::smallint[], $3::uuid[], $4::uuid[]) ON CONFLICT DO NOTHING`, pids, nets, ids, accts)
+	}
+	if err != nil {
+		return fmt.Errorf("record provider ids: %w", err)
+	}
+	return nil
+}
+
+func flushFailures(ctx context.Context, tx pgx.Tx, fails []Failure, agg *flushAggregate) error {
+	if len(fails) == 0 {
+		return nil
+	}
+	n := len(fails)
+	accts, ids, pss, errs, ats := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]string, n), make([]string, n), make([]time.Time, n)
+	for i, f := range fails {
+		accts[i], ids[i], pss[i], errs[i], ats[i] = f.AccountID, f.MessageID, f.ProviderStatus, f.Error, f.At
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE messages m SET status = 'failed', provider_status = u.ps, error = u.err, failed_at = u.at
+		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[]) AS u(account_id, id, ps, err, at),
+			LATERAL (SELECT status FROM messages WHERE account_id = u.account_id AND id = u.id) AS before
+		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status IN ('queued', 'sent')
+		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, before.status, m.created_at, m.failed_at`, accts, ids, pss, errs, ats)
+	if err != nil {
+		return fmt.Errorf("record failures: %w", err)
+	}
+	return scanFinal(rows, agg, "submit", nil, nil)
+}
+
+// receiptTransition is what a receipt does to a sent message, by provider id or by key;
+// the statements add their FROM (aliasing the batch u) and WHERE.
+const receiptTransition = `
+		UPDATE messages m SET
+			status = CASE WHEN u.delivered THEN 'delivered' ELSE 'failed' END,
+			provider_status = u.ps,
+			error = nullif(u.err, ''),
+			delivered_at = CASE WHEN u.delivered THEN u.at END,
+			failed_at = CASE WHEN u.delivered THEN NULL ELSE u.at END`
+
+func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAggregate) ([]Receipt, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	recs, err := flushKeyedReceipts(ctx, tx, recs, agg)
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	// A carrier may repeat a receipt; one row per message keeps UPDATE … FROM deterministic.
+	type key struct {
+		pid string
+		net carriers.Network
+	}
+	byKey := make(map[key]Receipt, len(recs))
+	var pids, pss, errs []string
+	var nets []int16
+	var delivered []bool
+	var ats []time.Time
+	for _, r := range recs {
+		k := key{r.ProviderID, r.Network}
+		if _, dup := byKey[k]; dup {
+			continue
+		}
+		byKey[k] = r
+		pids, nets, delivered = append(pids, r.ProviderID), append(nets, int16(r.Network)), append(delivered, r.Delivered)
+		pss, errs, ats = append(pss, r.ProviderStatus), append(errs, r.Error), append(ats, r.At)
+	}
+	rows, err := tx.Query(ctx, receiptTransition+`
+		FROM unnest($1::text[], $2::smallint[], $3::boolean[], $4::text[], $5::text[], $6::timestamptz[])
+				AS u(pid, net, delivered, ps, err, at)
+			JOIN provider_refs r ON r.provider_message_id = u.pid AND r.network = u.net
+		WHERE m.account_id = r.account_id AND m.id = r.message_id AND m.status = 'sent'
+		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, 'sent', m.created_at,
+			coalesce(m.delivered_at, m.failed_at), u.delivered, u.pid`,
+		pids, nets, delivered, pss, errs, ats)
+	if err != nil {
+		return nil, fmt.Errorf("record receipts: %w", err)
+	}
+	matched := map[key]bool{}
+	var pid string
+	if err := scanFinal(rows, agg, "receipt", &pid, func(net int16) { matched[key{pid, carriers.Network(net)}] = true }); err != nil {
+		return nil, fmt.Errorf("record receipts: %w", err)
+	}
+	if len(matched) == len(byKey) {
+		return nil, nil
+	}
+	// Unmatched: a duplicate for a message already final (its provider id is known), or a
+	// receipt that overtook its submission (not known yet).
+	var upids []string
+	var unets []int16
+	for k := range byKey {
+		if !matched[k] {
+			upids, unets = append(upids, k.pid), append(unets, int16(k.net))
+		}
+	}
+	known := map[key]bool{}
+	krows, err := tx.Query(ctx, `SELECT r.provider_message_id, r.network FROM provider_refs r
+		JOIN unnest($1::text[], $2::smallint[]) AS u(pid, net) ON r.provider_message_id = u.pid AND r.network = u.net`, upids, unets)
+	if err != nil {
+		return nil, fmt.Errorf("check unmatched receipts: %w", err)
+	}
+	for krows.Next() {
+		var pid string
+		var net int16
+		if err := krows.Scan(&pid, &net); err != nil {
+			krows.Close()
+			return nil, err
+		}
+		known[key{pid, carriers.Network(net)}] = true
+	}
+	krows.Close()
+	if err := krows.Err(); err != nil {
+		return nil, fmt.Errorf("check unmatched receipts: %w", err)
+	}
+	var late []Receipt
+	for i := range upids {
+		k := key{upids[i], carriers.Network(unets[i])}
+		if !known[k] {
+			late = append(late, byKey[k])
+		}
+	}
+	return late, nil
+}
+
+// scanFinal folds rows of messages that reached a final state into the aggregate. Rows are
+// (job, account, network, cost, previous status, created_at, done_at); receipt rows add
+// (delivered, key), where key scans into the pointer given and matched runs after each row
+// with the message's network.
+func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matched func(network int16)) error {
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			job, acct       uuid.UUID
+			net             int16
+			cost            int64
+			before          string
+			created, doneAt time.Time
+			delivered       bool
+		)
+		dest := []any{&job, &acct, &net, &cost, &before, &created, &doneAt}
+		if key != nil {
+			dest = append(dest, &delivered, key)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if matched != nil {
+			matched(net)
+		}
+		p := agg.job(job, acct)
+		if before == "sent" {
+			p.Sent--
+		}
+		if delivered {
+			p.Delivered++
+		} else {
+			p.Failed++
+			p.RefundedCents += cost
+		}
+		agg.final = append(agg.final, FinalMessage{Network: carriers.Network(net), Delivered: delivered, Stage: stage,
+			CreatedAt: created, DoneAt: doneAt})
+		agg.matched++
+	}
+	return rows.Err()
+}
+
+// keyedBatchPlans makes this transaction's batch statements find their rows by key. Each
+// batch names up to thousands of rows by primary key in a table of millions; with the array's
+// true size in hand the planner tends to hash the whole table instead (it did: a seq scan of
+// 600k messages per flush, every flush), and without fresh statistics it has no way to know
+// better. An index lookup per row is what these statements always want.
+func keyedBatchPlans(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+		set_config('enable_seqscan', 'off', true)`)
+	if err != nil {
+		return fmt.Errorf("set batch plan options: %w", err)
+	}
+	return nil
+}
+
+// flushKeyedReceipts writes the receipts whose message is known by key, straight by primary
+// key; it returns the rest (unknown, or not matched by key) for the provider-id lookup.
+func flushKeyedReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAggregate) ([]Receipt, error) {
+	var rest []Receipt
+	var accts, ids []uuid.UUID
+	var pids, pss, errs []string
+	var delivered []bool
+	var ats []time.Time
+	keyed := map[uuid.UUID]Receipt{}
+	for _, r := range recs {
+		if r.MessageID == uuid.Nil {
+			rest = append(rest, r)
+			continue
+		}
+		if _, dup := keyed[r.MessageID]; dup {
+			continue // a repeated receipt in one batch: the first decides
+		}
+		keyed[r.MessageID] = r
+		accts, ids, pids, delivered = append(accts, r.AccountID), append(ids, r.MessageID), append(pids, r.ProviderID), append(delivered, r.Delivered)
+		pss, errs, ats = append(pss, r.ProviderStatus), append(errs, r.Error), append(ats, r.At)
+	}
+	if len(keyed) == 0 {
+		return rest, nil
+	}
+	rows, err := tx.Query(ctx, receiptTransition+`
+		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::timestamptz[])
+				AS u(account_id, id, pid, delivered, ps, err, at)
+		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'sent' AND m.provider_message_id = u.pid
+		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, 'sent', m.created_at,
+			coalesce(m.delivered_at, m.failed_at), u.delivered, m.id`,
+		accts, ids, pids, delivered, pss, errs, ats)
+	if err != nil {
+		return nil, fmt.Errorf("record receipts by key: %w", err)
+	}
+	matched := map[uuid.UUID]bool{}
+	var id uuid.UUID
+	if err := scanFinal(rows, agg, "receipt", &id, func(int16) { matched[id] = true }); err != nil {
+		return nil, fmt.Errorf("record receipts by key: %w", err)
+	}
+	// Not matched by key (already final, or resubmitted under another id): the provider-id
+	// path sorts them out.
+	for id, r := range keyed {
+		if !matched[id] {
+			r.AccountID, r.MessageID = uuid.Nil, uuid.Nil
+			rest = append(rest, r)
+		}
+	}
+	return rest, nil
+}

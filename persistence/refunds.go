@@ -1,0 +1,70 @@
+// Refunds: failed messages give their cost back to the wallet, with a ledger entry per job.
+
+package persistence
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]WalletSnapshot, error) {
+	byAccount := map[uuid.UUID]int64{}
+	var entryIDs, entryAccts, entryJobs []uuid.UUID
+	var entryAmounts, entryCounts []int64
+	var entryDescs []string
+	for _, p := range jobs {
+		if p.RefundedCents == 0 { // nothing was charged (internal accounts): nothing to refund
+			continue
+		}
+		byAccount[p.AccountID] += p.RefundedCents
+		entryIDs, entryAccts, entryJobs = append(entryIDs, NewID()), append(entryAccts, p.AccountID), append(entryJobs, p.JobID)
+		entryAmounts, entryCounts = append(entryAmounts, p.RefundedCents), append(entryCounts, int64(p.Failed))
+		entryDescs = append(entryDescs, fmt.Sprintf("refund for %d failed message%s", p.Failed, plural(p.Failed)))
+	}
+	if len(byAccount) == 0 {
+		return nil, nil
+	}
+	accts := sortedIDs(byAccount)
+	amounts := make([]int64, len(accts))
+	for i, id := range accts {
+		amounts[i] = byAccount[id]
+	}
+	if _, err := tx.Exec(ctx, lockWallets, accts); err != nil {
+		return nil, fmt.Errorf("lock wallets: %w", err)
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE wallets w SET balance_cents = w.balance_cents + u.amount,
+			total_spent_cents = greatest(w.total_spent_cents - u.amount, 0),
+			version = w.version + 1, updated_at = now()
+		FROM unnest($1::uuid[], $2::bigint[]) AS u(account_id, amount)
+		WHERE w.account_id = u.account_id
+		RETURNING w.account_id, w.balance_cents, w.version`, accts, amounts)
+	if err != nil {
+		return nil, fmt.Errorf("refund wallets: %w", err)
+	}
+	var snaps []WalletSnapshot
+	for rows.Next() {
+		var w WalletSnapshot
+		if err := rows.Scan(&w.AccountID, &w.BalanceCents, &w.Version); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		snaps = append(snaps, w)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("refund wallets: %w", err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO wallet_transactions (id, account_id, type, amount_cents, sms_count, job_id, description)
+		SELECT u.id, u.account_id, 'refund', u.amount, u.n, u.job_id, u.description
+		FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::uuid[], $6::text[])
+			AS u(id, account_id, amount, n, job_id, description)`,
+		entryIDs, entryAccts, entryAmounts, entryCounts, entryJobs, entryDescs)
+	if err != nil {
+		return nil, fmt.Errorf("record refunds: %w", err)
+	}
+	return snaps, nil
+}
