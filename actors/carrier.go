@@ -13,12 +13,23 @@ import (
 // Carrier is what a link needs from a network driver (the simulator, an SMPP bind).
 type Carrier interface {
 	// Submit hands one message to the network and returns its id there. It fails with
-	// ErrThrottled, ErrTemporary, ErrRejected, or another error (treated as temporary). A
-	// driver answers within its own response timeout (an SMPP session's response timer);
-	// ctx only ends it early when the engine stops.
+	// ErrThrottled, ErrTemporary or ErrRejected when the network said so, with
+	// ErrUnknownOutcome when the answer never came (the network may have taken it), or with
+	// another error (treated as temporary). A driver answers within its own response timeout
+	// (an SMPP session's response timer); ctx only ends it early when the engine stops.
+	// Outgoing.MessageID is our reference for the message, passed to the network.
 	Submit(ctx context.Context, m Outgoing) (providerID string, err error)
 	// Query asks the network for a message's status now (ErrUnknownMessage if it has none).
 	Query(ctx context.Context, providerID string) (CarrierStatus, error)
+}
+
+// Looker is a Carrier that can say whether it took a message, by our reference: after a lost
+// answer or a crash, a link asks instead of submitting again. Drivers without it (plain SMPP)
+// get the message again, and the resend is counted.
+type Looker interface {
+	// Lookup returns the network's id for the message we submitted as messageID, or
+	// ErrUnknownMessage if the network never took it.
+	Lookup(ctx context.Context, messageID uuid.UUID) (providerID string, err error)
 }
 
 // Outgoing is a message as a link submits it.
@@ -46,4 +57,5 @@ var (
 	ErrTemporary      = errors.New("carrier temporarily failed")
 	ErrRejected       = errors.New("carrier rejected the message")
 	ErrUnknownMessage = errors.New("carrier does not know the message")
+	ErrUnknownOutcome = errors.New("carrier's answer to a submit never came")
 )

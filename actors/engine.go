@@ -27,87 +27,21 @@ type Store interface {
 	AcceptJobs(ctx context.Context, jobs []persistence.NewJob) ([]persistence.AcceptResult, error)
 	ExpandJob(ctx context.Context, j persistence.NewJob, msgs []persistence.NewMessage) (bool, error)
 	FlushReceipts(ctx context.Context, b persistence.ReceiptBatch) (persistence.FlushResult, error)
-	ApplyProgress(ctx context.Context, jobs []persistence.JobProgress) ([]uuid.UUID, error)
-	RecountOpenJobs(ctx context.Context) (int, error)
-	UnfinishedJobs(ctx context.Context) ([]persistence.JobRecord, error)
+	FoldProgress(ctx context.Context, limit int) (persistence.FoldResult, error)
+	Backlog(ctx context.Context) (persistence.Backlog, error)
+	JobRecord(ctx context.Context, id uuid.UUID) (persistence.JobRecord, error)
+	OpenJobs(ctx context.Context, accountID, after, before uuid.UUID, limit int) ([]uuid.UUID, error)
+	AccountsWithOpenJobs(ctx context.Context, after uuid.UUID, limit int) ([]uuid.UUID, error)
 	OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit int) ([]persistence.OpenMessage, error)
-	StaleSent(ctx context.Context, before time.Time, limit int) ([]persistence.StaleMessage, error)
+	StaleSent(ctx context.Context, after persistence.StaleCursor, before time.Time, limit int) ([]persistence.StaleMessage, error)
+	Mark(ctx context.Context, id uuid.UUID, network carriers.Network, msgs []persistence.MessageKey) error
+	Unmark(ctx context.Context, ids []uuid.UUID) error
+	Marks(ctx context.Context, before uuid.UUID) (persistence.Marked, error)
 	Credit(ctx context.Context, c persistence.NewCredit) (persistence.WalletSnapshot, error)
 	ConfirmPayment(ctx context.Context, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error)
 	LowBalanceAlert(ctx context.Context, accountID uuid.UUID, thresholdCents int64, n persistence.NewNotification) (bool, error)
 	LowBalanceRecovered(ctx context.Context, accountID uuid.UUID, thresholdCents int64) error
 	SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error
-	AddNotification(ctx context.Context, accountID uuid.UUID, n persistence.NewNotification) error
-}
-
-// LinkOptions configures one network's link.
-type LinkOptions struct {
-	TPS            float64       // submits per second (0: no cap of ours)
-	Window         int           // most submits in flight
-	MaxAttempts    int           // submits of one message before it fails (temporary failures)
-	BreakerTimeout time.Duration // how long an open breaker stays open before probing
-	BreakerMinReqs uint32        // requests in the breaker's window before it may trip
-}
-
-// Options tunes the engine. Zero values take the defaults noted.
-type Options struct {
-	SharedSender      string        // sender name of the shared sender ID
-	InlineLimit       int           // jobs up to this many recipients write message rows at accept (200)
-	JobWindow         int           // messages outstanding per job and network (256)
-	MaxDispatchingJob int           // jobs of one tenant dispatching at once (8)
-	TenantIdle        time.Duration // a tenant actor with nothing to do stops after this (5m)
-	AcceptBatch       int           // sends per group commit (256)
-	AcceptShards      int           // group-commit writers, each owning a disjoint share of accounts (2)
-	ReceiptsBatch     int           // transitions per flush (2000)
-	ReceiptsShards    int           // receipts actors flushing in parallel, each owning a share of messages (2)
-	Expansions        int           // large jobs expanded into message rows at once (1)
-	ReceiptsInterval  time.Duration // how long a flush may wait to fill (5ms)
-	ReceiptTimeout    time.Duration // a sent message without a receipt after this is asked about (10m)
-	ReconcileInterval time.Duration // how often the reconciler looks (1m)
-	CommandTimeout    time.Duration // how long Engine methods wait for the engine (15s)
-	LowBalanceCents   int64         // a send leaving less than this raises low_balance (0: never)
-	Links             map[carriers.Network]LinkOptions
-}
-
-func (o *Options) setDefaults() {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	defDur := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	if o.SharedSender == "" {
-		o.SharedSender = "TUMA"
-	}
-	def(&o.InlineLimit, 200)
-	def(&o.JobWindow, 256)
-	def(&o.MaxDispatchingJob, 8)
-	def(&o.AcceptBatch, 256)
-	def(&o.AcceptShards, 2)
-	def(&o.ReceiptsBatch, 2000)
-	def(&o.ReceiptsShards, 2)
-	def(&o.Expansions, 1)
-	defDur(&o.TenantIdle, 5*time.Minute)
-	defDur(&o.ReceiptsInterval, 25*time.Millisecond)
-	defDur(&o.ReceiptTimeout, 10*time.Minute)
-	defDur(&o.ReconcileInterval, time.Minute)
-	defDur(&o.CommandTimeout, 15*time.Second)
-	links := map[carriers.Network]LinkOptions{}
-	for _, n := range carriers.Networks() {
-		l := o.Links[n]
-		def(&l.Window, 100)
-		def(&l.MaxAttempts, 3)
-		defDur(&l.BreakerTimeout, 5*time.Second)
-		if l.BreakerMinReqs == 0 {
-			l.BreakerMinReqs = 20
-		}
-		links[n] = l
-	}
-	o.Links = links
 }
 
 // Deps are the engine's collaborators.
@@ -129,14 +63,30 @@ type Engine struct {
 	sys        *actor.ActorSystem
 	root       *actor.RootContext
 	supervisor *actor.PID
-	writers    []*actor.PID // by account shard
-	receipts   []*actor.PID // shards, by provider message id
-	reconciler *actor.PID
-	links      [4]*actor.PID // by carriers.Network
+	// The fixed actors' PIDs, computed from their names once: a respawn after a supervisor
+	// restart reuses them, so they never change while anything reads them.
+	writers                     []*actor.PID  // by account shard
+	receipts                    []*actor.PID  // shards, by provider message id
+	links                       [4]*actor.PID // by carriers.Network
+	progress, sweeper, recovery *actor.PID
+	// fixed holds the fixed actors' states, which outlive their incarnations.
+	fixed fixedStates
 
 	tenants sync.Map // uuid.UUID → *actor.PID (the lookup seam; a cluster would replace it)
 	jobs    sync.Map // uuid.UUID → *actor.PID
 
+	// unsettled are messages a link marked for submission before the last crash that are
+	// still queued: the network may have them. Jobs flag them (dispatchMsg.unsettled) until
+	// a link has marked them again. marksRead says the set is loaded; until then resumed
+	// jobs wait.
+	unsettled sync.Map // uuid.UUID (message id) → struct{}
+	marksRead atomic.Bool
+	// startID is a UUIDv7 of this start: ids (marks, jobs) before it are earlier runs'.
+	startID          uuid.UUID
+	recoveryProgress recoveryProgress
+
+	ready     chan struct{}
+	readyOnce sync.Once
 	accepting atomic.Bool
 	stopped   sync.Once
 	// expansions bounds concurrent COPYs of large jobs: a burst of big sends must not fill
@@ -149,27 +99,24 @@ type Engine struct {
 	io     sync.WaitGroup
 }
 
+// fixedStates are the states of the fixed actors.
+type fixedStates struct {
+	writers  []*writerState
+	receipts []*receiptsState
+	links    [4]*linkState
+	progress *progressState
+	sweeper  *sweeperState
+	recovery *recoveryState
+}
+
 // Errors of the engine's commands.
 var (
 	ErrStopping = errors.New("the engine is shutting down")
 	ErrBusy     = errors.New("the engine did not answer in time")
 )
 
-// InsufficientBalanceError says a send costs more than the spendable balance.
-type InsufficientBalanceError struct {
-	AvailableCents, CostCents int64
-}
-
-func (e *InsufficientBalanceError) Error() string {
-	return fmt.Sprintf("balance %s KES cannot cover %s KES", centsString(e.AvailableCents), centsString(e.CostCents))
-}
-
-// Is makes errors.Is(err, persistence.ErrInsufficientBalance) hold.
-func (e *InsufficientBalanceError) Is(target error) bool {
-	return target == persistence.ErrInsufficientBalance
-}
-
-// Start builds the actor tree, resumes every unfinished job and starts taking commands.
+// Start builds the actor tree and starts taking commands at once. Work left unfinished by an
+// earlier run is recovered in the background (see recoveryActor): new sends never wait for it.
 func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 	opts.setDefaults()
 	m, err := newMetrics(deps.Registerer)
@@ -182,7 +129,8 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 		}
 	}
 	e := &Engine{opts: opts, log: deps.Log, store: deps.Store, carriers: deps.Carriers, m: m,
-		expansions: make(chan struct{}, opts.Expansions)}
+		expansions: make(chan struct{}, opts.Expansions), ready: make(chan struct{})}
+	e.startID = persistence.NewID()
 	e.life, e.cancel = context.WithCancel(context.Background())
 	e.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return deps.Log.With(slog.String("component", "actors"))
@@ -194,24 +142,32 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 			e.log.Warn("actor restarted after a panic", slog.String("actor", ev.Child.Id), slog.Any("reason", ev.Reason))
 		}
 	})
+	child := func(name string) *actor.PID { return actor.NewPID(e.sys.Address(), "engine/"+name) }
+	for i := range opts.AcceptShards {
+		e.writers = append(e.writers, child(fmt.Sprintf("writer-%d", i)))
+		e.fixed.writers = append(e.fixed.writers, &writerState{})
+	}
+	for i := range opts.ReceiptsShards {
+		e.receipts = append(e.receipts, child(fmt.Sprintf("receipts-%d", i)))
+		e.fixed.receipts = append(e.fixed.receipts, newReceiptsState())
+	}
 	for _, n := range carriers.Networks() {
+		e.links[n] = child("link-" + n.String())
+		e.fixed.links[n] = newLinkState(e, n)
 		m.windowSize.WithLabelValues(n.String()).Set(float64(opts.Links[n].Window))
 	}
+	e.progress, e.sweeper, e.recovery = child("progress"), child("sweeper"), child("recovery")
+	e.fixed.progress, e.fixed.sweeper, e.fixed.recovery = &progressState{}, &sweeperState{}, &recoveryState{}
 
-	ready := make(chan struct{})
-	e.supervisor, err = e.root.SpawnNamed(e.props(func() actor.Actor { return &supervisorActor{e: e, ready: ready} }), "engine")
+	e.supervisor, err = e.root.SpawnNamed(e.props(func() actor.Actor { return &supervisorActor{e: e} }), "engine")
 	if err != nil {
 		return nil, fmt.Errorf("spawn engine: %w", err)
 	}
 	select {
-	case <-ready:
+	case <-e.ready:
 	case <-ctx.Done():
 		e.Kill()
 		return nil, ctx.Err()
-	}
-	if err := e.recover(ctx); err != nil {
-		e.Kill()
-		return nil, err
 	}
 	e.accepting.Store(true)
 	return e, nil
@@ -232,8 +188,8 @@ func (e *Engine) receiptsFor(n carriers.Network, providerID string) *actor.PID {
 	return e.receipts[h.Sum32()%uint32(len(e.receipts))]
 }
 
-// receiptsForMessage is the shard of a message that failed before any network took it (it
-// has no provider id, and nothing else will be written about it).
+// receiptsForMessage is the shard of a message that has no provider id (it failed before any
+// network took it, or the network's answer was lost).
 func (e *Engine) receiptsForMessage(id uuid.UUID) *actor.PID {
 	return e.receipts[binary.BigEndian.Uint32(id[12:])%uint32(len(e.receipts))]
 }
@@ -262,36 +218,16 @@ func actorKind(pid *actor.PID) string {
 		id = id[:i]
 	}
 	switch id {
-	case "tenant", "job", "link", "writer", "receipts", "reconciler":
+	case "engine":
+		return "supervisor"
+	case "tenant", "job", "link", "writer", "receipts", "progress", "sweeper", "recovery":
 		return id
 	}
 	return "other"
 }
 
-// recover resumes unfinished jobs left by a previous run. Their counters are recounted first:
-// they are written in batches and may trail the messages after a crash.
-func (e *Engine) recover(ctx context.Context) error {
-	if done, err := e.store.RecountOpenJobs(ctx); err != nil {
-		return fmt.Errorf("recover: %w", err)
-	} else if done > 0 {
-		e.log.Info("completed jobs finished before the last stop", slog.Int("jobs", done))
-	}
-	jobs, err := e.store.UnfinishedJobs(ctx)
-	if err != nil {
-		return fmt.Errorf("recover unfinished jobs: %w", err)
-	}
-	for _, j := range jobs {
-		pid, err := e.tenant(ctx, j.AccountID)
-		if err != nil {
-			return fmt.Errorf("recover job %s: %w", j.ID, err)
-		}
-		e.root.Send(pid, &resumeJob{job: j})
-	}
-	if len(jobs) > 0 {
-		e.log.Info("resuming unfinished jobs", slog.Int("jobs", len(jobs)))
-	}
-	return nil
-}
+// actorKinds are the kinds actorKind names, for metrics that should show zeros from the start.
+var actorKinds = []string{"supervisor", "tenant", "job", "link", "writer", "receipts", "progress", "sweeper", "recovery", "other"}
 
 // tenant returns the tenant actor of an account, spawning it if needed.
 func (e *Engine) tenant(ctx context.Context, id uuid.UUID) (*actor.PID, error) {
@@ -356,143 +292,17 @@ func (e *Engine) goIO(timeout time.Duration, f func(ctx context.Context)) {
 	}()
 }
 
-// SendRequest is one accepted-for-validation send.
-type SendRequest struct {
-	AccountID   uuid.UUID
-	Recipients  []persistence.Recipient // normalised and unique
-	Message     string
-	Sender      *persistence.Sender // an explicit approved sender; nil: the default, else shared
-	Source      string              // api | browser
-	Idempotency *persistence.IdempotencyKey
-}
-
-// SendResult describes the durably accepted job.
-type SendResult struct {
-	JobID      uuid.UUID
-	Recipients int
-	CostCents  int64
-}
-
-// Send prices the send, reserves and debits its cost and records the job durably; it returns
-// only once all of that is committed.
-func (e *Engine) Send(ctx context.Context, req SendRequest) (SendResult, error) {
-	if !e.accepting.Load() {
-		return SendResult{}, ErrStopping
-	}
-	res, err := e.tenantRequest(ctx, req.AccountID, &sendCmd{req: req, at: time.Now()})
-	if err != nil {
-		return SendResult{}, err
-	}
-	return *res.(*SendResult), nil
-}
-
-// Credit adds money to an account's wallet through its tenant actor, so the actor's view of
-// the balance stays exact.
-func (e *Engine) Credit(ctx context.Context, c persistence.NewCredit) (persistence.WalletSnapshot, error) {
-	if !e.accepting.Load() {
-		return persistence.WalletSnapshot{}, ErrStopping
-	}
-	res, err := e.tenantRequest(ctx, c.AccountID, &creditCmd{c: c})
-	if err != nil {
-		return persistence.WalletSnapshot{}, err
-	}
-	return *res.(*persistence.WalletSnapshot), nil
-}
-
-// ConfirmPayment applies a payment the provider has confirmed, through the account's tenant
-// actor so its view of the balance stays exact. Applying is idempotent: the store moves a
-// payment to paid once, and only that confirmation credits (Applied).
-func (e *Engine) ConfirmPayment(ctx context.Context, accountID uuid.UUID, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error) {
-	if !e.accepting.Load() {
-		return persistence.ConfirmedPayment{}, ErrStopping
-	}
-	if c.Notice == nil {
-		c.Notice = topupNotice
-	}
-	res, err := e.tenantRequest(ctx, accountID, &paymentCmd{c: c})
-	if err != nil {
-		return persistence.ConfirmedPayment{}, err
-	}
-	return *res.(*persistence.ConfirmedPayment), nil
-}
-
-// SetPricing pins (or unpins, tier nil) an account's tier and sets it internal or not.
-func (e *Engine) SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error {
-	_, err := e.tenantRequest(ctx, accountID, &pricingCmd{tier: tier, internal: internal})
-	return err
-}
-
-// AccountChanged makes a live tenant actor reload its account (company name, default sender)
-// after a change committed elsewhere, and returns once it has: the caller's next send is priced
-// and sent with the change. A tenant not alive will load the change when it starts.
-func (e *Engine) AccountChanged(ctx context.Context, accountID uuid.UUID) error {
-	pid, ok := e.tenants.Load(accountID)
-	if !ok {
-		return nil
-	}
-	_, err := e.request(ctx, pid.(*actor.PID), &reloadTenant{})
-	if errors.Is(err, actor.ErrDeadLetter) {
-		return nil // it stopped meanwhile; its successor loads afresh
-	}
-	return err
-}
-
-// WalletChanged hands a wallet snapshot committed outside the engine (a welcome bonus) to the
-// account's tenant actor, if it is alive; otherwise it will load it when it starts.
-func (e *Engine) WalletChanged(w persistence.WalletSnapshot) {
-	if pid, ok := e.tenants.Load(w.AccountID); ok {
-		e.root.Send(pid.(*actor.PID), &walletChanged{wallet: w})
-	}
-}
-
-// LiveStatus asks a network now about a message it accepted.
-func (e *Engine) LiveStatus(ctx context.Context, network carriers.Network, providerID string) (CarrierStatus, error) {
-	if network < carriers.Safaricom || network > carriers.Telkom {
-		return CarrierStatus{}, fmt.Errorf("no link for network %d", network)
-	}
-	res, err := e.request(ctx, e.links[network], &queryCmd{providerID: providerID})
-	if err != nil {
-		return CarrierStatus{}, err
-	}
-	return *res.(*CarrierStatus), nil
-}
-
-// Sync records a carrier status for a message now (from a live check) and returns once it is
-// durable. A non-final status changes nothing.
-func (e *Engine) Sync(ctx context.Context, network carriers.Network, providerID string, st CarrierStatus) error {
-	if !st.Final {
-		return nil
-	}
-	_, err := e.request(ctx, e.receiptsFor(network, providerID), &syncCmd{receipt: receiptFrom(network, providerID, st)})
-	return err
-}
-
-// Receipt feeds a delivery receipt pushed by a network into the engine.
-func (e *Engine) Receipt(network carriers.Network, providerID string, st CarrierStatus) {
-	if st.Final {
-		e.root.Send(e.receiptsFor(network, providerID), &receiptEv{r: receiptFrom(network, providerID, st)})
-	}
-}
-
-func receiptFrom(n carriers.Network, providerID string, st CarrierStatus) persistence.Receipt {
-	at := st.At
-	if at.IsZero() {
-		at = time.Now()
-	}
-	return persistence.Receipt{ProviderID: providerID, Network: n, Delivered: st.Delivered,
-		ProviderStatus: st.ProviderStatus, Error: st.Error, At: at}
-}
-
 // Stop drains the engine: no new commands, accepted sends finish committing, links stop
-// taking new work and wait for in-flight submits, the receipts actor writes what it holds.
-// Messages still queued stay queued in the database and resume on the next start.
+// taking new work and wait for in-flight submits, receipts write what they hold and the
+// progress log is folded. Messages still queued stay queued in the database and resume on the
+// next start.
 func (e *Engine) Stop(ctx context.Context) error {
 	if !e.accepting.Swap(false) {
 		e.teardown() // already stopped or killed
 		return nil
 	}
 	var errs []error
-	for _, pid := range slices.Concat(e.writers, e.links[1:], e.receipts) {
+	for _, pid := range slices.Concat(e.writers, e.links[1:], e.receipts, []*actor.PID{e.progress}) {
 		if _, err := e.request(ctx, pid, &drain{}); err != nil {
 			errs = append(errs, fmt.Errorf("drain %s: %w", pid.Id, err))
 		}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -14,10 +15,11 @@ import (
 
 // jobActor streams one job's messages to the links with per-network credit: at most
 // JobWindow messages of a network are outstanding, and a message stops being outstanding when
-// its submit outcome is durable. Its state outlives a restart (see jobState).
+// its submit outcome is durable. Its state outlives its own restarts (see jobState).
 type jobActor struct {
-	e  *Engine
-	st *jobState
+	e      *Engine
+	st     *jobState
+	timers timers
 }
 
 // jobState is kept by the actor's producer, so a panic-restart resumes exactly where the job
@@ -25,6 +27,9 @@ type jobActor struct {
 type jobState struct {
 	start       jobStart
 	tenant      *actor.PID
+	job         persistence.NewJob // once known: given at accept, or read from the store
+	known       bool
+	variants    [4]variant
 	started     bool
 	ready       bool
 	queues      [4][]dispatchMsg
@@ -39,17 +44,27 @@ type jobState struct {
 // jobPage is how many open messages a job reads from the database at a time.
 const jobPage = 2000
 
+// errMarksUnread: a resumed job waits until recovery has read the submit marks, so it knows
+// which of its queued messages may have reached a network already.
+var errMarksUnread = errors.New("submit marks not read yet")
+
 func (j *jobActor) Receive(ctx actor.Context) {
 	st := j.st
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		if st.started { // restarted after a panic
+		if st.started { // restarted after a panic: what was in flight still reports here
+			if !st.loading && (!st.ready || st.more) {
+				j.load(ctx)
+			}
 			j.pump(ctx)
 			return
 		}
 		st.started = true
-		j.e.jobs.Store(st.start.job.ID, ctx.Self())
+		j.e.jobs.Store(st.start.id, ctx.Self())
 		j.e.m.jobsActive.Inc()
+		if js := st.start; js.job != nil {
+			st.job, st.known, st.variants = *js.job, true, js.variants
+		}
 		if st.start.inline != nil {
 			st.ready = true
 			j.enqueue(st.start.inline)
@@ -58,40 +73,50 @@ func (j *jobActor) Receive(ctx actor.Context) {
 			return
 		}
 		j.load(ctx)
+	case *actor.Restarting, *actor.Stopping:
+		j.timers.stop()
 	case *jobReady:
-		st.loading = false
-		if msg.err != nil {
-			st.loadDelay = min(max(2*st.loadDelay, 100*time.Millisecond), 10*time.Second)
-			j.e.log.Error("load job", slog.String("job_id", st.start.job.ID.String()), slog.Any("error", msg.err),
-				slog.Duration("retry_in", st.loadDelay))
-			self, root := ctx.Self(), j.e.root
-			time.AfterFunc(st.loadDelay, func() { root.Send(self, &reloadJob{}) })
-			return
-		}
-		st.ready = true
-		st.more = msg.more
-		if msg.last != uuid.Nil {
-			st.cursor = msg.last
-		}
-		j.enqueue(msg.msgs)
-		j.askAbout(msg.pending)
-		j.pump(ctx)
+		j.ready(ctx, msg)
 	case *reloadJob:
 		j.load(ctx)
 	case *outcomesDurable:
 		for n := range msg.n {
-			st.outstanding[n] -= msg.n[n]
+			st.outstanding[n] = max(st.outstanding[n]-msg.n[n], 0)
 		}
 		j.pump(ctx)
 	case *actor.Stopped:
-		j.e.jobs.CompareAndDelete(st.start.job.ID, ctx.Self())
+		j.e.jobs.CompareAndDelete(st.start.id, ctx.Self())
 		j.e.m.jobsActive.Dec()
 	case *panicNow:
 		panic("job: panic requested")
 	}
 }
 
-type reloadJob struct{}
+func (j *jobActor) ready(ctx actor.Context, msg *jobReady) {
+	st := j.st
+	st.loading = false
+	if msg.err != nil {
+		st.loadDelay = min(max(2*st.loadDelay, 100*time.Millisecond), 10*time.Second)
+		if !errors.Is(msg.err, errMarksUnread) {
+			j.e.log.Error("load job", slog.String("job_id", st.start.id.String()), slog.Any("error", msg.err),
+				slog.Duration("retry_in", st.loadDelay))
+		}
+		j.timers.after(j.e.root, ctx.Self(), st.loadDelay, &reloadJob{})
+		return
+	}
+	st.loadDelay = 0
+	if msg.record != nil {
+		st.job, st.known, st.variants = msg.record.NewJob, true, variantsOf(msg.record.NewJob)
+	}
+	st.ready = true
+	st.more = msg.more
+	if msg.last != uuid.Nil {
+		st.cursor = msg.last
+	}
+	j.enqueue(msg.msgs)
+	j.askAbout(msg.pending)
+	j.pump(ctx)
+}
 
 func (j *jobActor) enqueue(msgs []dispatchMsg) {
 	for _, m := range msgs {
@@ -133,7 +158,7 @@ func (j *jobActor) pump(ctx actor.Context) {
 		q := st.queues[n]
 		i := 0
 		for ; i < len(q) && st.outstanding[n] < window; i++ {
-			ctx.Send(j.e.links[n], &submitReq{account: st.start.job.AccountID, msg: q[i], variant: &st.start.variants[n], job: ctx.Self()})
+			ctx.Send(j.e.links[n], &submitReq{account: st.job.AccountID, msg: q[i], variant: &st.variants[n], job: ctx.Self()})
 			st.outstanding[n]++
 		}
 		clear(q[:i])
@@ -143,26 +168,44 @@ func (j *jobActor) pump(ctx actor.Context) {
 		}
 	}
 	if done {
-		ctx.Send(st.tenant, &jobDispatched{id: st.start.job.ID})
+		ctx.Send(st.tenant, &jobDispatched{id: st.start.id})
 		ctx.Stop(ctx.Self())
 	}
 }
 
 // load brings the job's messages into memory: expanding a job accepted in compact form, or
-// reading what is still open of a job accepted earlier (after a restart).
+// reading what is still open of a job accepted earlier (a resumed job).
 func (j *jobActor) load(ctx actor.Context) {
-	self, root := ctx.Self(), j.e.root
-	js, after := j.st.start, j.st.cursor
-	j.st.loading = true
+	st := j.st
+	self, root, after := ctx.Self(), j.e.root, st.cursor
+	var known *persistence.NewJob
+	if st.known {
+		job := st.job
+		known = &job
+	}
+	id, resumed, vars := st.start.id, st.start.resumed, st.variants
+	st.loading = true
 	j.e.goIO(5*time.Minute, func(c context.Context) {
-		root.Send(self, j.loadMessages(c, js, after))
+		root.Send(self, j.loadMessages(c, id, resumed, known, vars, after))
 	})
 }
 
 // loadMessages expands a job accepted in compact form (all of it: sends are at most 10,000
-// recipients), or reads the next page of a stored job's open messages.
-func (j *jobActor) loadMessages(ctx context.Context, js jobStart, after uuid.UUID) *jobReady {
-	if js.job.Pending != nil && after == uuid.Nil {
+// recipients), or reads the next page of a stored job's open messages. A resumed job is read
+// from the store first.
+func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool, job *persistence.NewJob, vars [4]variant, after uuid.UUID) *jobReady {
+	if resumed && !j.e.marksRead.Load() {
+		return &jobReady{err: errMarksUnread}
+	}
+	r := &jobReady{}
+	if job == nil {
+		rec, err := j.e.store.JobRecord(ctx, id)
+		if err != nil {
+			return &jobReady{err: err}
+		}
+		r.record, job, vars = &rec, &rec.NewJob, variantsOf(rec.NewJob)
+	}
+	if job.Pending != nil && after == uuid.Nil {
 		// Take an expansion slot before building anything: jobs queued for a slot must not
 		// each hold their 10,000 message rows in memory while they wait.
 		select {
@@ -170,48 +213,58 @@ func (j *jobActor) loadMessages(ctx context.Context, js jobStart, after uuid.UUI
 		case <-ctx.Done():
 			return &jobReady{err: ctx.Err()}
 		}
-		msgs, expanded, err := j.expand(ctx, js)
+		msgs, expanded, err := j.expand(ctx, *job, vars)
 		<-j.e.expansions
-		if err != nil || expanded {
-			return &jobReady{msgs: msgs, err: err}
+		if err != nil {
+			return &jobReady{err: err}
+		}
+		if expanded {
+			r.msgs = msgs
+			return r
 		}
 		// An earlier run expanded it and crashed: what it wrote is the truth.
 	}
-	open, err := j.e.store.OpenMessages(ctx, js.job.ID, after, jobPage)
+	open, err := j.e.store.OpenMessages(ctx, id, after, jobPage)
 	if err != nil {
 		return &jobReady{err: err}
 	}
-	r := &jobReady{more: len(open) == jobPage}
+	r.more = len(open) == jobPage
 	for _, m := range open {
 		r.last = m.ID
 		if m.Status == "sent" {
-			r.pending = append(r.pending, pendingReceipt{providerID: m.ProviderID, network: m.Network})
+			if m.ProviderID != "" { // without one, only the sweep can settle it
+				r.pending = append(r.pending, pendingReceipt{providerID: m.ProviderID, network: m.Network})
+			}
 			continue
 		}
 		nsn, err := persistence.ParseE164(m.Recipient)
 		if err != nil {
 			return &jobReady{err: err}
 		}
-		r.msgs = append(r.msgs, dispatchMsg{id: m.ID, nsn: nsn, network: m.Network, body: m.Body})
+		_, unsettled := j.e.unsettled.Load(m.ID)
+		r.msgs = append(r.msgs, dispatchMsg{id: m.ID, nsn: nsn, network: m.Network, body: m.Body, unsettled: unsettled})
+	}
+	if resumed {
+		j.e.m.resumed.Add(float64(len(open)))
 	}
 	return r
 }
 
 // expand writes the message rows of a job accepted in compact form and returns them ready to
 // dispatch; expanded is false when an earlier run already did (and crashed after).
-func (j *jobActor) expand(ctx context.Context, js jobStart) (msgs []dispatchMsg, expanded bool, err error) {
-	rs, err := persistence.DecodeRecipients(js.job.Pending)
+func (j *jobActor) expand(ctx context.Context, job persistence.NewJob, vars [4]variant) (msgs []dispatchMsg, expanded bool, err error) {
+	rs, err := persistence.DecodeRecipients(job.Pending)
 	if err != nil {
-		return nil, false, fmt.Errorf("job %s: %w", js.job.ID, err)
+		return nil, false, fmt.Errorf("job %s: %w", job.ID, err)
 	}
 	rows := make([]persistence.NewMessage, len(rs))
 	msgs = make([]dispatchMsg, len(rs))
 	for i, r := range rs {
-		rows[i] = newMessage(js.job, js.variants[r.Network], r)
+		rows[i] = newMessage(job, vars[r.Network], r)
 		msgs[i] = dispatchMsg{id: rows[i].ID, nsn: r.NSN, network: r.Network}
 	}
 	start := time.Now()
-	expanded, err = j.e.store.ExpandJob(ctx, js.job, rows)
+	expanded, err = j.e.store.ExpandJob(ctx, job, rows)
 	j.e.m.batchLatency.WithLabelValues("expand").Observe(time.Since(start).Seconds())
 	j.e.m.batchSize.WithLabelValues("expand").Observe(float64(len(rows)))
 	if err != nil || !expanded {

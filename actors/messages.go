@@ -58,11 +58,15 @@ type (
 		err   error
 		gen   int
 	}
-	// walletChanged carries a snapshot committed elsewhere (refunds).
-	walletChanged struct{ wallet persistence.WalletSnapshot }
-	// resumeJob hands a tenant an unfinished job found at start.
-	resumeJob         struct{ job persistence.JobRecord }
+	// walletChanged carries a snapshot committed elsewhere (refunds, bonuses).
+	walletChanged     struct{ wallet persistence.WalletSnapshot }
 	lowBalanceWritten struct{}
+	// openJobsRead is a page of the tenant's unfinished jobs, read to resume them.
+	openJobsRead struct {
+		ids []uuid.UUID
+		err error
+	}
+	readOpenJobs struct{} // read the next page of unfinished jobs (a retry after an error)
 	// jobDispatched: the job has submitted everything; its slot is free.
 	jobDispatched struct{ id uuid.UUID }
 )
@@ -73,6 +77,7 @@ type (
 		job     persistence.NewJob
 		reply   *actor.PID // the caller waiting for the 202
 		tenant  *actor.PID
+		epoch   int // the tenant incarnation that sent it
 		start   time.Time
 		inline  []dispatchMsg // the inline messages, ready to dispatch
 		variant [4]variant
@@ -92,6 +97,7 @@ type (
 // To a job.
 type (
 	jobReady struct { // a batch of its messages is in memory
+		record  *persistence.JobRecord // the job, when it was read from the store (a resumed job)
 		msgs    []dispatchMsg
 		pending []pendingReceipt
 		last    uuid.UUID // the id to read on from (uuid.Nil: nothing was read)
@@ -100,7 +106,7 @@ type (
 	}
 	// outcomesDurable: submit outcomes of this many messages per network are recorded.
 	outcomesDurable struct{ n [4]int }
-	jobCompleted    struct{}
+	reloadJob       struct{}
 )
 
 // dispatchMsg is a message in flight through the engine, kept compact: the text is shared by
@@ -110,6 +116,9 @@ type dispatchMsg struct {
 	nsn     uint32
 	network carriers.Network
 	body    *string // personalised text, else the job's variant
+	// unsettled: marked for submission before a crash and still queued, so the network may
+	// have it already; the link asks before submitting it again.
+	unsettled bool
 }
 
 // variant is the text, sender and segmentation of a job on one network.
@@ -130,18 +139,32 @@ type pendingReceipt struct {
 // To a link.
 type (
 	submitReq struct {
-		account  uuid.UUID
-		msg      dispatchMsg
-		variant  *variant
-		job      *actor.PID
-		attempts int
+		account   uuid.UUID
+		msg       dispatchMsg
+		variant   *variant
+		job       *actor.PID
+		attempts  int
+		mark      uuid.UUID // the mark that covers the current submit
+		breakerOK func(error)
 	}
 	submitDone struct {
 		req        *submitReq
 		providerID string
 		err        error
-		done       func(error)
 		took       time.Duration
+		lookedUp   bool // the network was asked whether it had the message, not sent it
+	}
+	// markDone: a batch of submits is marked (durably, or not: err).
+	markDone struct {
+		id    uuid.UUID
+		batch []*submitReq
+		err   error
+	}
+	// marksSettled: this many submits of each mark have a durable outcome now.
+	marksSettled struct{ n map[uuid.UUID]int }
+	unmarkDone   struct {
+		ids []uuid.UUID
+		err error
 	}
 	wake     struct{}
 	queryCmd struct{ providerID string }
@@ -151,24 +174,21 @@ type (
 		ids      []string
 		retryFor time.Duration
 	}
-	queryDone struct {
-		reply *actor.PID
-		st    CarrierStatus
-		err   error
-	}
 	panicNow struct{} // test hook: make the actor panic
 )
 
 // To receipts.
 type (
 	submittedEv struct {
-		s   persistence.Submitted
-		job *actor.PID
+		s    persistence.Submitted
+		job  *actor.PID
+		mark uuid.UUID
 	}
 	failedEv struct {
 		f       persistence.Failure
 		network carriers.Network
-		job     *actor.PID
+		job     *actor.PID // nil when no job is waiting (the sweep's deadline)
+		mark    uuid.UUID
 	}
 	receiptEv struct{ r persistence.Receipt }
 	syncCmd   struct{ receipt persistence.Receipt }

@@ -35,14 +35,26 @@ type metrics struct {
 	batchErrors   *prometheus.CounterVec   // op
 	unmatched     prometheus.Counter
 
+	resumed         prometheus.Counter // open messages resumed jobs read
+	foldedEntries   prometheus.Counter
+	jobsCompleted   prometheus.Counter
+	recovering      prometheus.Gauge
+	recoverySeconds prometheus.Gauge
+
+	duplicates, resentAfterCrash, lostAnswers, reused, sweepAsked, sweepExpired *prometheus.CounterVec // network
+	recoveredVec                                                                *prometheus.CounterVec // network, outcome
+	backlog                                                                     *prometheus.GaugeVec   // network
+
 	net [4]netMetrics // per carriers.Network: the hot path's series, looked up once
 }
 
 // netMetrics are one network's series that move per message.
 type netMetrics struct {
-	submitted, attempts, delivered, failedSubmit, failedReceipt, throttled, retries prometheus.Counter
-	submitLatency, deliveredE2E, failedE2E                                          prometheus.Observer
-	windowInUse, linkQueue                                                          prometheus.Gauge
+	accepted, submitted, attempts, delivered, failedSubmit, failedReceipt, throttled, retries prometheus.Counter
+	duplicates, resentAfterCrash, lostAnswers, reused, sweepAsked, sweepExpired               prometheus.Counter
+	recovered                                                                                 struct{ found, absent prometheus.Counter }
+	submitLatency, deliveredE2E, failedE2E                                                    prometheus.Observer
+	windowInUse, linkQueue, backlog                                                           prometheus.Gauge
 }
 
 // failed is the counter of messages failing at stage (submit or receipt).
@@ -112,20 +124,48 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Database batches that failed (and were retried), by operation."}, []string{"op"}),
 		unmatched: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "receipts", Name: "unmatched_total",
 			Help: "Receipts dropped because no sent message matched them after retries."}),
+		resumed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "engine", Name: "messages_resumed_total",
+			Help: "Unfinished messages (queued or awaiting a receipt) read back by jobs resumed after a restart."}),
+		foldedEntries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "engine", Name: "progress_folded_total",
+			Help: "Progress log entries folded into job counters."}),
+		jobsCompleted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "engine", Name: "jobs_completed_total",
+			Help: "Jobs whose every message reached a final state."}),
+		recovering: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "recovery_in_progress",
+			Help: "1 while recovery is still waking the tenants of unfinished jobs, else 0."}),
+		recoverySeconds: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "recovery_duration_seconds",
+			Help: "How long the last recovery took to wake every tenant with unfinished jobs (they resume them while serving)."}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "duplicate_requests_total",
+			Help: "Submit requests dropped because the link already had (or had just submitted) the message."}, byNet),
+		resentAfterCrash: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "resent_after_crash_total",
+			Help: "Messages submitted again after a crash without the network being able to say whether it had them (possible duplicates, bounded by the windows in flight at the crash)."}, byNet),
+		recoveredVec: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "unsettled_checked_total",
+			Help: "Messages that may have reached the network before a crash, asked about before any resend, by outcome (found: not sent again; absent: sent)."},
+			[]string{"network", "outcome"}),
+		lostAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "lost_answers_total",
+			Help: "Submits whose answer never came (a timeout); the network is asked whether it took them."}, byNet),
+		reused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "receipts", Name: "provider_id_reused_total",
+			Help: "Carrier message ids given to a second message of ours (both kept)."}, byNet),
+		sweepAsked: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "sweeper", Name: "asked_total",
+			Help: "Sent messages without a receipt after the receipt timeout that the sweep asked their network about."}, byNet),
+		sweepExpired: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "sweeper", Name: "expired_total",
+			Help: "Sent messages failed (and refunded) because no receipt came before the receipt deadline."}, byNet),
+		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "backlog_messages",
+			Help: "Messages of unfinished jobs not yet delivered or failed, by network (read every few seconds)."}, byNet),
 	}
 	for _, c := range []prometheus.Collector{m.accepted, m.submitted, m.attempts, m.delivered, m.failed, m.throttled, m.retries,
 		m.submitLatency, m.endToEnd, m.acceptLatency, m.breakerState, m.windowInUse, m.windowSize, m.linkQueue, m.restarts,
 		m.tenants, m.jobsActive, m.jobsWaiting, m.receiptsQueue, m.debited, m.refunded, m.credited, m.batchSize,
-		m.batchLatency, m.batchErrors, m.unmatched} {
+		m.batchLatency, m.batchErrors, m.unmatched, m.resumed, m.foldedEntries, m.jobsCompleted, m.recovering, m.recoverySeconds,
+		m.duplicates, m.resentAfterCrash, m.recoveredVec, m.lostAnswers, m.reused, m.sweepAsked, m.sweepExpired, m.backlog} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	// Every series exists from the start, so dashboards and alerts see zeros, not nothing.
-	for _, kind := range []string{"tenant", "job", "link", "writer", "receipts", "reconciler", "other"} {
+	for _, kind := range actorKinds {
 		m.restarts.WithLabelValues(kind)
 	}
-	for _, op := range []string{"accept", "expand", "receipts", "progress"} {
+	for _, op := range []string{"accept", "expand", "receipts", "progress", "mark"} {
 		m.batchErrors.WithLabelValues(op)
 	}
 	for _, n := range carriers.Networks() {
@@ -133,6 +173,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.accepted.WithLabelValues(l)
 		m.breakerState.WithLabelValues(l)
 		m.net[n] = netMetrics{
+			accepted:   m.accepted.WithLabelValues(l),
+			duplicates: m.duplicates.WithLabelValues(l), resentAfterCrash: m.resentAfterCrash.WithLabelValues(l),
+			lostAnswers: m.lostAnswers.WithLabelValues(l), reused: m.reused.WithLabelValues(l),
+			sweepAsked: m.sweepAsked.WithLabelValues(l), sweepExpired: m.sweepExpired.WithLabelValues(l),
+			recovered: struct{ found, absent prometheus.Counter }{m.recoveredVec.WithLabelValues(l, "found"), m.recoveredVec.WithLabelValues(l, "absent")},
+			backlog:   m.backlog.WithLabelValues(l),
 			submitted: m.submitted.WithLabelValues(l), attempts: m.attempts.WithLabelValues(l), delivered: m.delivered.WithLabelValues(l),
 			failedSubmit: m.failed.WithLabelValues(l, "submit"), failedReceipt: m.failed.WithLabelValues(l, "receipt"),
 			throttled: m.throttled.WithLabelValues(l), retries: m.retries.WithLabelValues(l),

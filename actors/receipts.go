@@ -13,11 +13,13 @@ import (
 )
 
 // receiptsActor turns per-message events into batched transactions: submissions, failures
-// and receipts, job counters, refunds and account counts. One flush runs at a time, so status
-// writes are ordered; events arriving meanwhile make the next flush bigger.
+// and receipts, refunds, and the counter deltas they imply (to the progress log). One flush
+// runs at a time, so status writes are ordered; events arriving meanwhile make the next flush
+// bigger.
 type receiptsActor struct {
-	e  *Engine
-	st *receiptsState
+	e      *Engine
+	st     *receiptsState
+	timers timers
 }
 
 // receiptsState survives a restart: the events it holds are not yet durable anywhere else.
@@ -38,12 +40,11 @@ type receiptsState struct {
 	sentRing []lateKey
 	sentNext int
 
-	// Counter deltas of flushed transitions, written by ApplyProgress about once a second:
-	// job counters and account counts are aggregates, and writing them per flush doubled the
-	// database work of small sends. Recovery recounts open jobs, so a crash loses nothing.
-	progress      map[uuid.UUID]*persistence.JobProgress
-	progressing   bool
-	progressArmed bool
+	inbox inbox // flush results, kept across a respawn
+}
+
+func newReceiptsState() *receiptsState {
+	return &receiptsState{buf: &receiptBatch{}, late: map[lateKey]time.Time{}, sent: map[lateKey]msgKey{}}
 }
 
 type lateKey struct {
@@ -88,10 +89,12 @@ const lateReceiptGrace = 30 * time.Second
 // receiptBatch holds events in arrival order, by kind, with whom to tell once durable.
 type receiptBatch struct {
 	persistence.ReceiptBatch
-	subJobs  []*actor.PID
-	failJobs []*actor.PID
-	failNets []carriers.Network
-	syncs    []*actor.PID
+	subJobs   []*actor.PID
+	subMarks  []uuid.UUID
+	failJobs  []*actor.PID
+	failMarks []uuid.UUID
+	failNets  []carriers.Network
+	syncs     []*actor.PID
 }
 
 func (b *receiptBatch) size() int { return len(b.Submitted) + len(b.Failed) + len(b.Receipts) }
@@ -110,10 +113,12 @@ func (b *receiptBatch) take(max int) *receiptBatch {
 	n := min(len(b.Submitted), max)
 	out.Submitted, b.Submitted = b.Submitted[:n:n], b.Submitted[n:]
 	out.subJobs, b.subJobs = b.subJobs[:n:n], b.subJobs[n:]
+	out.subMarks, b.subMarks = b.subMarks[:n:n], b.subMarks[n:]
 	room := max - n
 	f := min(len(b.Failed), room)
 	out.Failed, b.Failed = b.Failed[:f:f], b.Failed[f:]
 	out.failJobs, b.failJobs = b.failJobs[:f:f], b.failJobs[f:]
+	out.failMarks, b.failMarks = b.failMarks[:f:f], b.failMarks[f:]
 	out.failNets, b.failNets = b.failNets[:f:f], b.failNets[f:]
 	room -= f
 	if len(b.Submitted) == 0 && len(b.Failed) == 0 {
@@ -130,90 +135,39 @@ func (b *receiptBatch) take(max int) *receiptBatch {
 func (b *receiptBatch) prepend(old *receiptBatch) {
 	b.Submitted = append(old.Submitted, b.Submitted...)
 	b.subJobs = append(old.subJobs, b.subJobs...)
+	b.subMarks = append(old.subMarks, b.subMarks...)
 	b.Failed = append(old.Failed, b.Failed...)
 	b.failJobs = append(old.failJobs, b.failJobs...)
+	b.failMarks = append(old.failMarks, b.failMarks...)
 	b.failNets = append(old.failNets, b.failNets...)
 	b.Receipts = append(old.Receipts, b.Receipts...)
 	b.syncs = append(old.syncs, b.syncs...)
 }
 
-type (
-	flushTimer   struct{}
-	progressTick struct{}
-	progressDone struct {
-		jobs []persistence.JobProgress
-		err  error
-	}
-)
-
-// progressInterval is how often batched job counters and account counts are written.
-const progressInterval = time.Second
-
-func (r *receiptsActor) addProgress(p persistence.JobProgress) {
-	q := r.st.progress[p.JobID]
-	if q == nil {
-		q = &persistence.JobProgress{JobID: p.JobID, AccountID: p.AccountID}
-		r.st.progress[p.JobID] = q
-	}
-	q.Sent += p.Sent
-	q.Delivered += p.Delivered
-	q.Failed += p.Failed
-	q.RefundedCents += p.RefundedCents
-}
-
-func (r *receiptsActor) armProgress(ctx actor.Context) {
-	st := r.st
-	if st.progressArmed || st.progressing || len(st.progress) == 0 {
-		return
-	}
-	st.progressArmed = true
-	self, root := ctx.Self(), r.e.root
-	time.AfterFunc(progressInterval, func() { root.Send(self, &progressTick{}) })
-}
-
-func (r *receiptsActor) writeProgress(ctx actor.Context) {
-	st := r.st
-	if st.progressing || len(st.progress) == 0 {
-		return
-	}
-	jobs := make([]persistence.JobProgress, 0, len(st.progress))
-	for _, p := range st.progress {
-		jobs = append(jobs, *p)
-	}
-	clear(st.progress)
-	st.progressing = true
-	self, root, m := ctx.Self(), r.e.root, r.e.m
-	r.e.goIO(time.Minute, func(c context.Context) {
-		start := time.Now()
-		_, err := r.e.store.ApplyProgress(c, jobs)
-		m.batchLatency.WithLabelValues("progress").Observe(time.Since(start).Seconds())
-		m.batchSize.WithLabelValues("progress").Observe(float64(len(jobs)))
-		root.Send(self, &progressDone{jobs: jobs, err: err})
-	})
-}
+type flushTimer struct{}
 
 func (r *receiptsActor) Receive(ctx actor.Context) {
 	st := r.st
-	if st.buf == nil {
-		st.buf = &receiptBatch{}
-		st.late = map[lateKey]time.Time{}
-		st.progress = map[uuid.UUID]*persistence.JobProgress{}
-		st.sent = map[lateKey]msgKey{}
-	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		// Timers and writes of a previous instance may be gone.
-		st.armed, st.flushing, st.progressArmed, st.progressing = false, false, false, false
+		// A flush still running reports to the inbox; timers of an earlier incarnation are gone.
+		st.armed = false
+		r.takeInbox(ctx)
 		r.flush(ctx)
-		r.armProgress(ctx)
+	case *actor.Restarting, *actor.Stopping:
+		r.timers.stop()
+	case *inboxPoke:
+		r.takeInbox(ctx)
 	case *submittedEv:
 		st.remember(msg.s)
 		st.buf.Submitted = append(st.buf.Submitted, msg.s)
 		st.buf.subJobs = append(st.buf.subJobs, msg.job)
+		st.buf.subMarks = append(st.buf.subMarks, msg.mark)
 		r.maybeFlush(ctx)
 	case *failedEv:
 		st.buf.Failed = append(st.buf.Failed, msg.f)
 		st.buf.failJobs = append(st.buf.failJobs, msg.job)
+		st.buf.failMarks = append(st.buf.failMarks, msg.mark)
 		st.buf.failNets = append(st.buf.failNets, msg.network)
 		r.maybeFlush(ctx)
 	case *receiptEv:
@@ -226,23 +180,6 @@ func (r *receiptsActor) Receive(ctx actor.Context) {
 	case *flushTimer:
 		st.armed = false
 		r.flush(ctx)
-	case *flushDone:
-		st.flushing = false
-		r.flushed(ctx, msg)
-		r.flush(ctx)
-	case *progressTick:
-		st.progressArmed = false
-		r.writeProgress(ctx)
-	case *progressDone:
-		st.progressing = false
-		if msg.err != nil {
-			r.e.m.batchErrors.WithLabelValues("progress").Inc()
-			r.e.log.Error("write job progress; will retry", slog.Any("error", msg.err))
-			for _, p := range msg.jobs {
-				r.addProgress(p)
-			}
-		}
-		r.armProgress(ctx)
 	case *drain:
 		st.draining = append(st.draining, ctx.Sender())
 		r.flush(ctx)
@@ -253,15 +190,22 @@ func (r *receiptsActor) Receive(ctx actor.Context) {
 		r.e.m.receiptsQueue.Add(float64(size - st.queued))
 		st.queued = size
 	}
-	if len(st.draining) > 0 && !st.flushing && st.buf.size() == 0 && !st.progressing && len(st.progress) > 0 {
-		r.writeProgress(ctx) // the last deltas, before saying drained
-	}
-	if len(st.draining) > 0 && !st.flushing && st.buf.size() == 0 && !st.progressing && len(st.progress) == 0 {
+	if len(st.draining) > 0 && !st.flushing && st.buf.size() == 0 {
 		for _, p := range st.draining {
 			ctx.Send(p, &drained{})
 		}
 		st.draining = nil
 	}
+}
+
+func (r *receiptsActor) takeInbox(ctx actor.Context) {
+	for _, m := range r.st.inbox.take() {
+		if d, ok := m.(*flushDone); ok {
+			r.st.flushing = false
+			r.flushed(ctx, d)
+		}
+	}
+	r.flush(ctx)
 }
 
 func (r *receiptsActor) maybeFlush(ctx actor.Context) {
@@ -272,8 +216,7 @@ func (r *receiptsActor) maybeFlush(ctx actor.Context) {
 	}
 	if !st.armed && !st.flushing {
 		st.armed = true
-		self, root := ctx.Self(), r.e.root
-		time.AfterFunc(r.e.opts.ReceiptsInterval, func() { root.Send(self, &flushTimer{}) })
+		r.timers.after(r.e.root, ctx.Self(), r.e.opts.ReceiptsInterval, &flushTimer{})
 	}
 }
 
@@ -291,7 +234,7 @@ func (r *receiptsActor) flush(ctx actor.Context) {
 		took := time.Since(start)
 		m.batchLatency.WithLabelValues("receipts").Observe(took.Seconds())
 		m.batchSize.WithLabelValues("receipts").Observe(float64(batch.size()))
-		root.Send(self, &flushDone{res: res, err: err, batch: batch, took: took})
+		st.inbox.put(root, self, &flushDone{res: res, err: err, batch: batch, took: took})
 	})
 }
 
@@ -306,8 +249,7 @@ func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
 		st.buf.prepend(d.batch)
 		st.holdUntil = time.Now().Add(st.retryDelay)
 		st.armed = true
-		self, root := ctx.Self(), e.root
-		time.AfterFunc(st.retryDelay, func() { root.Send(self, &flushTimer{}) })
+		r.timers.after(e.root, ctx.Self(), st.retryDelay, &flushTimer{})
 		return
 	}
 	st.retryDelay = 0
@@ -335,6 +277,7 @@ func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
 	for job, c := range credits {
 		ctx.Send(job, &outcomesDurable{n: *c})
 	}
+	r.settleMarks(ctx, b)
 	for _, w := range res.Refunds {
 		if pid, ok := e.tenants.Load(w.AccountID); ok {
 			ctx.Send(pid.(*actor.PID), &walletChanged{wallet: w})
@@ -343,10 +286,13 @@ func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
 	var refunded int64
 	for _, j := range res.Jobs {
 		refunded += j.RefundedCents
-		r.addProgress(j)
 	}
 	m.refunded.Add(float64(refunded))
-	r.armProgress(ctx)
+	for _, id := range res.Reused {
+		m.net[id.Network].reused.Inc()
+		e.log.Warn("the carrier gave a message id it had given another message; both are kept",
+			slog.String("provider_id", id.ProviderID), slog.String("network", id.Network.String()))
+	}
 	for _, f := range res.Final {
 		nm := &m.net[f.Network]
 		if f.Delivered {
@@ -385,8 +331,33 @@ func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
 	if len(st.buf.Receipts) > 0 && st.buf.size() == len(st.buf.Receipts) && !st.armed {
 		// Only late receipts are waiting: give their submissions a moment.
 		st.armed = true
-		self, root := ctx.Self(), e.root
-		time.AfterFunc(50*time.Millisecond, func() { root.Send(self, &flushTimer{}) })
+		r.timers.after(e.root, ctx.Self(), 50*time.Millisecond, &flushTimer{})
+	}
+}
+
+// settleMarks tells the links that the submits under their marks in this batch have durable
+// outcomes now, so the marks can go.
+func (r *receiptsActor) settleMarks(ctx actor.Context, b *receiptBatch) {
+	var byNet [4]map[uuid.UUID]int
+	add := func(n carriers.Network, id uuid.UUID) {
+		if id == uuid.Nil {
+			return
+		}
+		if byNet[n] == nil {
+			byNet[n] = map[uuid.UUID]int{}
+		}
+		byNet[n][id]++
+	}
+	for i, sub := range b.Submitted {
+		add(sub.Network, b.subMarks[i])
+	}
+	for i, n := range b.failNets {
+		add(n, b.failMarks[i])
+	}
+	for n, marks := range byNet {
+		if marks != nil {
+			ctx.Send(r.e.links[n], &marksSettled{n: marks})
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 
 	"github.com/tuma-sms/tuma/persistence"
 )
@@ -13,6 +14,7 @@ func TestReceiptBatchTakeKeepsReceiptsBehindSubmissions(t *testing.T) {
 	for range 5 {
 		b.Submitted = append(b.Submitted, persistence.Submitted{})
 		b.subJobs = append(b.subJobs, nil)
+		b.subMarks = append(b.subMarks, uuid.Nil)
 	}
 	for range 4 {
 		b.Receipts = append(b.Receipts, persistence.Receipt{})

@@ -26,22 +26,18 @@ type writerState struct {
 	queue    []*acceptReq
 	inflight int
 	waiters  []*actor.PID // drain callers
+	inbox    inbox        // commit results, kept across a respawn
 }
 
 func (w *writerActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
+	case *actor.Started, *inboxPoke:
+		for _, m := range w.inbox.take() {
+			w.committed(ctx, m.(*acceptBatchDone))
+		}
+		w.flush(ctx)
 	case *acceptReq:
 		w.queue = append(w.queue, msg)
-		w.flush(ctx)
-	case *acceptBatchDone:
-		w.inflight--
-		for i, r := range msg.reqs {
-			d := &acceptDone{req: r, err: msg.err}
-			if msg.err == nil {
-				d.result = msg.results[i]
-			}
-			ctx.Send(r.tenant, d)
-		}
 		w.flush(ctx)
 	case *drain:
 		w.waiters = append(w.waiters, ctx.Sender())
@@ -53,6 +49,18 @@ func (w *writerActor) Receive(ctx actor.Context) {
 			ctx.Send(p, &drained{})
 		}
 		w.waiters = nil
+	}
+}
+
+// committed answers each send of a batch through its tenant.
+func (w *writerActor) committed(ctx actor.Context, b *acceptBatchDone) {
+	w.inflight--
+	for i, r := range b.reqs {
+		d := &acceptDone{req: r, err: b.err}
+		if b.err == nil {
+			d.result = b.results[i]
+		}
+		ctx.Send(r.tenant, d)
 	}
 }
 
@@ -77,7 +85,7 @@ func (w *writerActor) flush(ctx actor.Context) {
 			if err != nil {
 				m.batchErrors.WithLabelValues("accept").Inc()
 			}
-			root.Send(self, &acceptBatchDone{reqs: reqs, results: results, err: err})
+			w.inbox.put(root, self, &acceptBatchDone{reqs: reqs, results: results, err: err})
 		})
 	}
 }

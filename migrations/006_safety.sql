@@ -15,3 +15,56 @@ BEGIN
     RETURN matched;
 END
 $$ LANGUAGE plpgsql;
+
+-- Job counters stay exact across crashes without a recount: every flush of status changes
+-- records the counter deltas it implies in this log, in its own transaction, and the engine
+-- folds the log into jobs and message_counts about once a second (deleting what it folded, in
+-- the folding transaction). A crash leaves at most a second of log to fold at the next start.
+CREATE TABLE progress_log (
+    id        bigserial PRIMARY KEY,
+    jobs      uuid[]   NOT NULL,
+    accounts  uuid[]   NOT NULL,
+    sent      integer[] NOT NULL, -- net change of messages in 'sent' (falls as they finish)
+    delivered integer[] NOT NULL,
+    failed    integer[] NOT NULL,
+    refunded  bigint[] NOT NULL   -- cents refunded
+);
+
+-- Tenants resume their own unfinished jobs, a page at a time.
+ALTER TABLE open_jobs ADD COLUMN account_id uuid;
+UPDATE open_jobs o SET account_id = j.account_id FROM jobs j WHERE j.id = o.job_id;
+ALTER TABLE open_jobs ALTER COLUMN account_id SET NOT NULL;
+CREATE INDEX open_jobs_account_idx ON open_jobs (account_id, job_id);
+
+-- Durable marks taken by a carrier link right before it submits: after a crash, a message
+-- marked but still queued may have reached the network, so recovery asks the network (by our
+-- message id) before submitting it again, instead of resending blindly. One row per batch of
+-- submits; a link deletes its rows once every submit in them has a durable outcome.
+CREATE TABLE submit_marks (
+    id        uuid PRIMARY KEY,
+    network   smallint    NOT NULL,
+    accounts  uuid[]      NOT NULL,
+    messages  uuid[]      NOT NULL,
+    marked_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- A carrier may reuse its message ids. Both messages keep their reference: the generation
+-- tells them apart, and a receipt goes to the newest submission still waiting for one.
+ALTER TABLE provider_refs ADD COLUMN generation smallint NOT NULL DEFAULT 0;
+ALTER TABLE provider_refs DROP CONSTRAINT provider_refs_pkey;
+ALTER TABLE provider_refs ADD PRIMARY KEY (provider_message_id, network, generation);
+
+-- Backlog per network, exactly and cheaply: each job knows how many of its messages go to each
+-- network and how many of those are final; the open jobs' sums are the backlog.
+ALTER TABLE jobs ADD COLUMN network_counts integer[] NOT NULL DEFAULT '{0,0,0}',
+                 ADD COLUMN finished       integer[] NOT NULL DEFAULT '{0,0,0}';
+UPDATE jobs j SET network_counts = ARRAY[c.n1, c.n2, c.n3], finished = ARRAY[c.f1, c.f2, c.f3]
+FROM (SELECT m.job_id,
+        count(*) FILTER (WHERE m.network = 1) AS n1, count(*) FILTER (WHERE m.network = 2) AS n2,
+        count(*) FILTER (WHERE m.network = 3) AS n3,
+        count(*) FILTER (WHERE m.network = 1 AND m.status IN ('delivered', 'failed')) AS f1,
+        count(*) FILTER (WHERE m.network = 2 AND m.status IN ('delivered', 'failed')) AS f2,
+        count(*) FILTER (WHERE m.network = 3 AND m.status IN ('delivered', 'failed')) AS f3
+      FROM open_jobs o JOIN messages m ON m.job_id = o.job_id GROUP BY m.job_id) c
+WHERE j.id = c.job_id;
+ALTER TABLE progress_log ADD COLUMN finished integer[] NOT NULL DEFAULT '{}'; -- three per job

@@ -88,10 +88,10 @@ func (s *Store) acceptFast(ctx context.Context, jobs []NewJob, g debitGroup) ([]
 	b := &pgx.Batch{}
 	b.Queue(lockWallets, g.accounts)
 	snaps := map[uuid.UUID]WalletSnapshot{}
-	b.Queue(debitWallets+` RETURNING w.account_id, w.balance_cents, w.version`, g.accounts, g.costs, g.units, g.recipients).Query(func(rows pgx.Rows) error {
+	b.Queue(debitWallets+` RETURNING w.account_id, w.balance_cents, w.version, w.lifetime_sms`, g.accounts, g.costs, g.units, g.recipients).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var w WalletSnapshot
-			if err := rows.Scan(&w.AccountID, &w.BalanceCents, &w.Version); err != nil {
+			if err := rows.Scan(w.fields()...); err != nil {
 				return err
 			}
 			snaps[w.AccountID] = w
@@ -148,7 +148,7 @@ func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob) ([]AcceptResul
 		if _, err := tx.Exec(ctx, lockWallets, g.accounts); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, debitWallets+` AND w.balance_cents >= u.cost RETURNING w.account_id, w.balance_cents, w.version`,
+		rows, err := tx.Query(ctx, debitWallets+` AND w.balance_cents >= u.cost RETURNING w.account_id, w.balance_cents, w.version, w.lifetime_sms`,
 			g.accounts, g.costs, g.units, g.recipients)
 		if err != nil {
 			return fmt.Errorf("debit wallets: %w", err)
@@ -156,7 +156,7 @@ func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob) ([]AcceptResul
 		snaps := map[uuid.UUID]WalletSnapshot{}
 		for rows.Next() {
 			var w WalletSnapshot
-			if err := rows.Scan(&w.AccountID, &w.BalanceCents, &w.Version); err != nil {
+			if err := rows.Scan(w.fields()...); err != nil {
 				rows.Close()
 				return err
 			}
@@ -239,11 +239,11 @@ func heldClaims(ctx context.Context, tx pgx.Tx, jobs []NewJob) (map[IdempotencyK
 }
 
 func queueOpenJobs(b *pgx.Batch, jobs []NewJob) {
-	ids := make([]uuid.UUID, len(jobs))
+	ids, accts := make([]uuid.UUID, len(jobs)), make([]uuid.UUID, len(jobs))
 	for i, j := range jobs {
-		ids[i] = j.ID
+		ids[i], accts[i] = j.ID, j.AccountID
 	}
-	b.Queue(`INSERT INTO open_jobs (job_id) SELECT unnest($1::uuid[])`, ids)
+	b.Queue(`INSERT INTO open_jobs (job_id, account_id) SELECT * FROM unnest($1::uuid[], $2::uuid[])`, ids, accts)
 }
 
 func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
@@ -254,6 +254,7 @@ func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
 		sources, msgs, prefixes       = make([]string, n), make([]string, n), make([]string, n)
 		senders, prefixed             = make([]string, n), make([]string, n)
 		prices, units, costs, recipsN = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		counts                        = make([]string, n)
 		pending                       = make([][]byte, n)
 	)
 	for i, j := range jobs {
@@ -262,15 +263,16 @@ func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
 		senders[i], prefixed[i] = textArray(j.Senders[:]), boolArray(j.Prefixed[:])
 		prices[i], units[i], costs[i], recipsN[i] = j.PriceCents, j.Units, j.CostCents, int64(j.Recipients)
 		pending[i] = j.Pending
+		counts[i] = intArray(j.NetworkCounts[:])
 	}
 	b.Queue(`INSERT INTO jobs (id, account_id, campaign_id, source, message, shared_prefix, senders, prefixed,
-			price_cents, recipients_count, sms_units, cost_cents, pending_recipients)
+			price_cents, recipients_count, sms_units, cost_cents, pending_recipients, network_counts)
 		SELECT u.id, u.account_id, u.campaign_id, u.source, u.message, u.prefix, u.senders::text[], u.prefixed::boolean[],
-			u.price, u.recipients, u.units, u.cost, u.pending
+			u.price, u.recipients, u.units, u.cost, u.pending, u.counts::integer[]
 		FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-			$9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bytea[])
-			AS u(id, account_id, campaign_id, source, message, prefix, senders, prefixed, price, recipients, units, cost, pending)`,
-		ids, accts, campaigns, sources, msgs, prefixes, senders, prefixed, prices, recipsN, units, costs, pending)
+			$9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bytea[], $14::text[])
+			AS u(id, account_id, campaign_id, source, message, prefix, senders, prefixed, price, recipients, units, cost, pending, counts)`,
+		ids, accts, campaigns, sources, msgs, prefixes, senders, prefixed, prices, recipsN, units, costs, pending, counts)
 }
 
 func queueMessageInserts(b *pgx.Batch, jobs []NewJob) {

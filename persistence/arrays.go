@@ -3,6 +3,7 @@
 package persistence
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -37,6 +38,17 @@ func boolArray(vs []bool) string {
 		} else {
 			b = append(b, 'f')
 		}
+	}
+	return string(append(b, '}'))
+}
+
+func intArray(vs []int) string {
+	b := []byte{'{'}
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(v), 10)
 	}
 	return string(append(b, '}'))
 }

@@ -38,42 +38,68 @@ func scanJob(row pgx.Row) (JobRecord, error) {
 	return j, nil
 }
 
-// UnfinishedJobs lists every job not yet completed, oldest first, for recovery.
-func (s *Store) UnfinishedJobs(ctx context.Context) ([]JobRecord, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM open_jobs o JOIN jobs j ON j.id = o.job_id ORDER BY o.job_id`)
+// JobRecord returns a stored job whatever its account (the engine resumes jobs by id).
+func (s *Store) JobRecord(ctx context.Context, id uuid.UUID) (JobRecord, error) {
+	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs j WHERE j.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return JobRecord{}, ErrNotFound
+	}
 	if err != nil {
-		return nil, fmt.Errorf("unfinished jobs: %w", err)
+		return JobRecord{}, fmt.Errorf("job record: %w", err)
 	}
-	defer rows.Close()
-	var out []JobRecord
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, fmt.Errorf("unfinished jobs: %w", err)
-		}
-		out = append(out, j)
+	return j, nil
+}
+
+// OpenJobs lists up to limit of an account's unfinished jobs with ids in (after, before),
+// oldest first: a tenant resumes its work a page at a time, so its backlog never decides how
+// much memory it takes.
+func (s *Store) OpenJobs(ctx context.Context, accountID, after, before uuid.UUID, limit int) ([]uuid.UUID, error) {
+	rows, err := s.pool.Query(ctx, `SELECT job_id FROM open_jobs WHERE account_id = $1 AND job_id > $2 AND job_id < $3
+		ORDER BY job_id LIMIT $4`, accountID, after, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("open jobs: %w", err)
 	}
-	return out, rows.Err()
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("open jobs: %w", err)
+	}
+	return ids, nil
+}
+
+// AccountsWithOpenJobs lists up to limit accounts with unfinished jobs, after the given one in
+// id order: recovery walks them to wake their tenants.
+func (s *Store) AccountsWithOpenJobs(ctx context.Context, after uuid.UUID, limit int) ([]uuid.UUID, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT account_id FROM open_jobs WHERE account_id > $1 ORDER BY account_id LIMIT $2`,
+		after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("accounts with open jobs: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("accounts with open jobs: %w", err)
+	}
+	return ids, nil
 }
 
 // NewJob is an accepted send, written with its debit in one transaction.
 type NewJob struct {
-	ID           uuid.UUID
-	AccountID    uuid.UUID
-	CampaignID   *uuid.UUID
-	Source       string
-	Message      string
-	SharedPrefix string
-	Senders      [3]string // by network (carriers.Safaricom-1 …)
-	Prefixed     [3]bool
-	PriceCents   int64
-	Recipients   int
-	Units        int64 // SMS units: parts summed over recipients
-	CostCents    int64
-	Inline       []NewMessage // written now (small jobs)
-	Pending      []byte       // EncodeRecipients, expanded later (large jobs)
-	Notices      []NewNotification
-	Idempotency  *IdempotencyKey // completed in the same transaction
+	ID            uuid.UUID
+	AccountID     uuid.UUID
+	CampaignID    *uuid.UUID
+	Source        string
+	Message       string
+	SharedPrefix  string
+	Senders       [3]string // by network (carriers.Safaricom-1 …)
+	Prefixed      [3]bool
+	PriceCents    int64
+	Recipients    int
+	NetworkCounts [3]int // recipients per network (carriers.Safaricom-1 …)
+	Units         int64  // SMS units: parts summed over recipients
+	CostCents     int64
+	Inline        []NewMessage // written now (small jobs)
+	Pending       []byte       // EncodeRecipients, expanded later (large jobs)
+	Notices       []NewNotification
+	Idempotency   *IdempotencyKey // completed in the same transaction
 }
 
 // ExpandJob writes the message rows of a job accepted with pending recipients and clears the

@@ -265,17 +265,25 @@ func (s *Store) OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit 
 
 // StaleMessage is a sent message still waiting for its receipt.
 type StaleMessage struct {
-	ProviderID string
-	Network    carriers.Network
+	JobID, AccountID, ID uuid.UUID
+	ProviderID           string // "" when the submit's answer never came
+	Network              carriers.Network
+	SentAt               time.Time
 }
 
-// StaleSent lists up to limit messages of unfinished jobs that were sent before `before` and
-// still have no receipt.
-func (s *Store) StaleSent(ctx context.Context, before time.Time, limit int) ([]StaleMessage, error) {
-	rows, err := s.pool.Query(ctx, `SELECT m.provider_message_id, m.network
-		FROM open_jobs o JOIN messages m ON m.job_id = o.job_id
-		WHERE m.status = 'sent' AND m.sent_at < $1 AND m.provider_message_id IS NOT NULL
-		LIMIT $2`, before, limit)
+// StaleCursor is where a walk of stale messages stands: after this job and message.
+type StaleCursor struct{ JobID, MessageID uuid.UUID }
+
+// StaleSent returns up to limit messages of unfinished jobs sent before `before` and still
+// waiting for a receipt, in (job, message) order after the cursor: a sweep walks every one of
+// them, page by page, whatever their number. An empty page means the walk reached the end.
+func (s *Store) StaleSent(ctx context.Context, after StaleCursor, before time.Time, limit int) ([]StaleMessage, error) {
+	rows, err := s.pool.Query(ctx, `SELECT s.job_id, s.account_id, s.id, coalesce(s.provider_message_id, ''), s.network, s.sent_at
+		FROM (SELECT job_id FROM open_jobs WHERE job_id >= $1 ORDER BY job_id LIMIT $4) o,
+			LATERAL (SELECT m.job_id, m.account_id, m.id, m.provider_message_id, m.network, m.sent_at FROM messages m
+				WHERE m.job_id = o.job_id AND m.status = 'sent' AND m.sent_at < $3 AND (o.job_id > $1 OR m.id > $2)
+				ORDER BY m.id LIMIT $4) s
+		ORDER BY s.job_id, s.id LIMIT $4`, after.JobID, after.MessageID, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("stale sent messages: %w", err)
 	}
@@ -284,7 +292,7 @@ func (s *Store) StaleSent(ctx context.Context, before time.Time, limit int) ([]S
 	for rows.Next() {
 		var m StaleMessage
 		var net int16
-		if err := rows.Scan(&m.ProviderID, &net); err != nil {
+		if err := rows.Scan(&m.JobID, &m.AccountID, &m.ID, &m.ProviderID, &net, &m.SentAt); err != nil {
 			return nil, fmt.Errorf("stale sent messages: %w", err)
 		}
 		m.Network = carriers.Network(net)

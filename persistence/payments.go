@@ -217,8 +217,8 @@ func (s *Store) ConfirmPayment(ctx context.Context, c PaymentConfirmation) (Conf
 		case PurposeTopup:
 			var w WalletSnapshot
 			if err := tx.QueryRow(ctx, `UPDATE wallets SET balance_cents = balance_cents + $2, version = version + 1, updated_at = now()
-				WHERE account_id = $1 RETURNING account_id, balance_cents, version`, p.AccountID, p.AmountCents).
-				Scan(&w.AccountID, &w.BalanceCents, &w.Version); err != nil {
+				WHERE account_id = $1 RETURNING `+snapshotColumns, p.AccountID, p.AmountCents).
+				Scan(w.fields()...); err != nil {
 				return err
 			}
 			out.Wallet = &w

@@ -17,23 +17,101 @@ type JobProgress struct {
 	JobID, AccountID        uuid.UUID
 	Sent, Delivered, Failed int // net change of messages in each state (sent falls as they finish)
 	RefundedCents           int64
+	RefundedUnits           int64  // SMS parts refunded: they no longer count towards the tier
+	Finished                [3]int // messages that became final, by network (carriers.Safaricom-1 …)
 }
 
-// ApplyProgress writes job counters, job completion and per-account counts for the deltas of
-// one or more flushes, in one transaction. It returns the jobs now complete. Only the
-// receipts actor (and recovery, before it starts) calls it, so it needs no row-lock ordering.
-func (s *Store) ApplyProgress(ctx context.Context, jobs []JobProgress) (completed []uuid.UUID, err error) {
+// logProgress records, in the transaction of the status writes they summarise, the counter
+// deltas of jobs and accounts. Counters are aggregates that many flushes touch; writing them
+// in every flush doubled the database work of small sends, so FoldProgress applies the log in
+// larger, less frequent batches. Because the log commits with the transitions, a crash loses
+// nothing and recovery needs no recount.
+func logProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) error {
 	if len(jobs) == 0 {
-		return nil, nil
+		return nil
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		completed, err = applyProgress(ctx, tx, jobs)
+	n := len(jobs)
+	ids, accts := make([]uuid.UUID, n), make([]uuid.UUID, n)
+	sent, deliv, failed, refunds := make([]int32, n), make([]int32, n), make([]int32, n), make([]int64, n)
+	finished := make([]int32, 0, 3*n)
+	for i, p := range jobs {
+		ids[i], accts[i] = p.JobID, p.AccountID
+		sent[i], deliv[i], failed[i], refunds[i] = int32(p.Sent), int32(p.Delivered), int32(p.Failed), p.RefundedCents
+		finished = append(finished, int32(p.Finished[0]), int32(p.Finished[1]), int32(p.Finished[2]))
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO progress_log (jobs, accounts, sent, delivered, failed, refunded, finished)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, ids, accts, sent, deliv, failed, refunds, finished)
+	if err != nil {
+		return fmt.Errorf("log progress: %w", err)
+	}
+	return nil
+}
+
+// FoldResult is what one FoldProgress did.
+type FoldResult struct {
+	Entries   int         // log entries folded (0: the log was empty)
+	Completed []uuid.UUID // jobs whose every message is now final
+}
+
+// FoldProgress applies up to limit entries of the progress log to job counters, job completion
+// and per-account counts, deleting them in the same transaction, so each entry counts exactly
+// once whoever folds and whenever a crash strikes.
+func (s *Store) FoldProgress(ctx context.Context, limit int) (FoldResult, error) {
+	var res FoldResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = FoldResult{}
+		rows, err := tx.Query(ctx, `DELETE FROM progress_log WHERE id IN
+				(SELECT id FROM progress_log ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			RETURNING jobs, accounts, sent, delivered, failed, refunded, finished`, limit)
+		if err != nil {
+			return err
+		}
+		byJob := map[uuid.UUID]*JobProgress{}
+		for rows.Next() {
+			var (
+				ids, accts          []uuid.UUID
+				sent, deliv, failed []int32
+				finished            []int32
+				refunds             []int64
+			)
+			if err := rows.Scan(&ids, &accts, &sent, &deliv, &failed, &refunds, &finished); err != nil {
+				rows.Close()
+				return err
+			}
+			res.Entries++
+			for i, id := range ids {
+				p := byJob[id]
+				if p == nil {
+					p = &JobProgress{JobID: id, AccountID: accts[i]}
+					byJob[id] = p
+				}
+				p.Sent += int(sent[i])
+				p.Delivered += int(deliv[i])
+				p.Failed += int(failed[i])
+				p.RefundedCents += refunds[i]
+				for n := range 3 {
+					p.Finished[n] += int(finished[3*i+n])
+				}
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(byJob) == 0 {
+			return nil
+		}
+		jobs := make([]JobProgress, 0, len(byJob))
+		for _, p := range byJob {
+			jobs = append(jobs, *p)
+		}
+		res.Completed, err = applyProgress(ctx, tx, jobs)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("apply progress: %w", err)
+		return FoldResult{}, fmt.Errorf("fold progress: %w", err)
 	}
-	return completed, nil
+	return res, nil
 }
 
 func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.UUID, error) {
@@ -41,10 +119,12 @@ func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.U
 	n := len(jobs)
 	ids := make([]uuid.UUID, n)
 	sent, deliv, failed, refunds := make([]int32, n), make([]int32, n), make([]int32, n), make([]int64, n)
+	f1, f2, f3 := make([]int32, n), make([]int32, n), make([]int32, n)
 	byAccount := map[uuid.UUID]*[3]int64{}
 	for i, p := range jobs {
 		ids[i] = p.JobID
 		sent[i], deliv[i], failed[i], refunds[i] = int32(p.Sent), int32(p.Delivered), int32(p.Failed), p.RefundedCents
+		f1[i], f2[i], f3[i] = int32(p.Finished[0]), int32(p.Finished[1]), int32(p.Finished[2])
 		c := byAccount[p.AccountID]
 		if c == nil {
 			c = new([3]int64)
@@ -58,13 +138,15 @@ func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.U
 			delivered_count = j.delivered_count + u.delivered,
 			failed_count = j.failed_count + u.failed,
 			refunded_cents = j.refunded_cents + u.refund,
+			finished = ARRAY[j.finished[1] + u.f1, j.finished[2] + u.f2, j.finished[3] + u.f3],
 			status = CASE WHEN j.delivered_count + u.delivered + j.failed_count + u.failed >= j.recipients_count
 				THEN 'completed' ELSE 'sending' END,
 			completed_at = CASE WHEN j.delivered_count + u.delivered + j.failed_count + u.failed >= j.recipients_count
 				THEN coalesce(j.completed_at, now()) END
-		FROM unnest($1::uuid[], $2::integer[], $3::integer[], $4::integer[], $5::bigint[]) AS u(id, sent, delivered, failed, refund)
+		FROM unnest($1::uuid[], $2::integer[], $3::integer[], $4::integer[], $5::bigint[], $6::integer[], $7::integer[], $8::integer[])
+			AS u(id, sent, delivered, failed, refund, f1, f2, f3)
 		WHERE j.id = u.id
-		RETURNING j.id, j.status = 'completed'`, ids, sent, deliv, failed, refunds)
+		RETURNING j.id, j.status = 'completed'`, ids, sent, deliv, failed, refunds, f1, f2, f3)
 	if err != nil {
 		return nil, fmt.Errorf("update jobs: %w", err)
 	}
@@ -103,44 +185,19 @@ func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.U
 	return completed, nil
 }
 
-// RecountOpenJobs makes the counters of every unfinished job (and their accounts' counts)
-// agree with its messages, completing the jobs that are done. The engine batches counter
-// writes, so after a crash they can trail the messages; recovery runs this before resuming.
-func (s *Store) RecountOpenJobs(ctx context.Context) (completed int, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
-			SELECT j.id, j.account_id, c.sent - j.sent_count, c.delivered - j.delivered_count,
-				c.failed - j.failed_count, c.refunded - j.refunded_cents
-			FROM open_jobs o JOIN jobs j ON j.id = o.job_id,
-				LATERAL (SELECT count(*) FILTER (WHERE m.status = 'sent') AS sent,
-						count(*) FILTER (WHERE m.status = 'delivered') AS delivered,
-						count(*) FILTER (WHERE m.status = 'failed') AS failed,
-						coalesce(sum(m.cost_cents) FILTER (WHERE m.status = 'failed'), 0) AS refunded
-					FROM messages m WHERE m.job_id = j.id) AS c`)
-		if err != nil {
-			return err
-		}
-		var diffs []JobProgress
-		for rows.Next() {
-			var p JobProgress
-			if err := rows.Scan(&p.JobID, &p.AccountID, &p.Sent, &p.Delivered, &p.Failed, &p.RefundedCents); err != nil {
-				rows.Close()
-				return err
-			}
-			diffs = append(diffs, p)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		// Every open job goes through, even unchanged ones: a job whose last counters were
-		// written just before the crash may be complete already.
-		done, err := applyProgress(ctx, tx, diffs)
-		completed = len(done)
-		return err
-	})
+// Backlog is what unfinished jobs still hold: messages not yet delivered or failed, by network
+// (carriers.Network indexes; 0 unused).
+type Backlog [4]int64
+
+// Backlog sums the open jobs' messages that are not final, by network. It reads one row per
+// open job, not their messages.
+func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
+	var b Backlog
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(j.network_counts[1] - j.finished[1]), 0),
+			coalesce(sum(j.network_counts[2] - j.finished[2]), 0), coalesce(sum(j.network_counts[3] - j.finished[3]), 0)
+		FROM open_jobs o JOIN jobs j ON j.id = o.job_id`).Scan(&b[1], &b[2], &b[3])
 	if err != nil {
-		return 0, fmt.Errorf("recount open jobs: %w", err)
+		return Backlog{}, fmt.Errorf("backlog: %w", err)
 	}
-	return completed, nil
+	return b, nil
 }

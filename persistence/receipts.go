@@ -71,13 +71,15 @@ type FlushResult struct {
 	// LateReceipts matched no message because their provider id is not recorded yet: the
 	// receipt overtook its submission. The caller retries them for a while.
 	LateReceipts []Receipt
+	// Reused lists carrier ids given to a second message of ours (both are kept).
+	Reused []ReusedID
 }
 
 // FlushReceipts applies a batch of status transitions in one transaction: message rows,
 // provider references and refunds for failed messages (one ledger entry per job and flush).
 // A transition only applies from an earlier state, so replays and duplicate receipts change
-// nothing and are never refunded twice. The job and account counters these transitions imply
-// come back in the result, for ApplyProgress to write in larger, less frequent batches.
+// nothing and are never refunded twice. The job and account counter deltas these transitions
+// imply go to the progress log in the same transaction (see FoldProgress).
 func (s *Store) FlushReceipts(ctx context.Context, rb ReceiptBatch) (FlushResult, error) {
 	res, err := s.flushReceipts(ctx, rb, true)
 	if isUniqueViolation(err, "provider_refs_pkey") {
@@ -111,8 +113,11 @@ func (s *Store) flushReceipts(ctx context.Context, rb ReceiptBatch, copyRefs boo
 		res.Unmatched = len(rb.Submitted) + len(rb.Failed) + len(rb.Receipts) - agg.matched
 		res.Final = agg.final
 		res.Jobs = agg.progress()
-		res.Refunds, err = applyRefunds(ctx, tx, res.Jobs)
-		return err
+		res.Reused = agg.reused
+		if res.Refunds, err = applyRefunds(ctx, tx, res.Jobs); err != nil {
+			return err
+		}
+		return logProgress(ctx, tx, res.Jobs)
 	})
 	if err != nil {
 		return FlushResult{}, fmt.Errorf("flush receipts: %w", err)
@@ -122,6 +127,7 @@ func (s *Store) flushReceipts(ctx context.Context, rb ReceiptBatch, copyRefs boo
 
 type flushAggregate struct {
 	jobs      map[uuid.UUID]*JobProgress
+	reused    []ReusedID
 	final     []FinalMessage
 	submitted int
 	matched   int
@@ -154,12 +160,19 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 		return nil
 	}
 	n := len(subs)
-	accts, ids, pids, nets, ats := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]string, n), make([]int16, n), make([]time.Time, n)
+	accts, ids, pids, ats := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]*string, n), make([]time.Time, n)
 	for i, s := range subs {
-		accts[i], ids[i], pids[i], nets[i], ats[i] = s.AccountID, s.MessageID, s.ProviderID, int16(s.Network), s.At
+		accts[i], ids[i], ats[i] = s.AccountID, s.MessageID, s.At
+		if s.ProviderID != "" {
+			pids[i] = &subs[i].ProviderID
+		}
 	}
+	// A submission whose answer never came (a timeout) is sent with no provider id: it may have
+	// reached the network, so it is neither resent nor refunded until the stale-sent sweep
+	// settles it.
 	rows, err := tx.Query(ctx, `
-		UPDATE messages m SET status = 'sent', provider_message_id = u.pid, provider_status = 'ENROUTE', sent_at = u.at
+		UPDATE messages m SET status = 'sent', provider_message_id = u.pid,
+			provider_status = CASE WHEN u.pid IS NULL THEN 'UNKNOWN' ELSE 'ENROUTE' END, sent_at = u.at
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) AS u(account_id, id, pid, at)
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'queued'
 		RETURNING m.job_id, m.account_id, m.network`, accts, ids, pids, ats)
@@ -181,28 +194,83 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("record submissions: %w", err)
 	}
+	return recordProviderRefs(ctx, tx, subs, agg, copyRefs)
+}
+
+// ReusedID is a carrier message id the carrier gave to a second message of ours.
+type ReusedID struct {
+	ProviderID string
+	Network    carriers.Network
+}
+
+// recordProviderRefs maps the carrier's message ids to ours. COPY costs about half of INSERT …
+// SELECT per row; an id the carrier already gave another message fails the COPY, and
+// FlushReceipts repeats the flush with the insert, which keeps both under new generations.
+func recordProviderRefs(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flushAggregate, copyRefs bool) error {
+	type ref struct {
+		pid string
+		net carriers.Network
+		id  uuid.UUID
+	}
+	seen := make(map[ref]bool, len(subs))
+	var pids []string
+	var nets []int16
+	var ids, accts []uuid.UUID
+	for _, s := range subs {
+		k := ref{s.ProviderID, s.Network, s.MessageID}
+		if s.ProviderID == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		pids, nets, ids, accts = append(pids, s.ProviderID), append(nets, int16(s.Network)), append(ids, s.MessageID), append(accts, s.AccountID)
+	}
+	if len(pids) == 0 {
+		return nil
+	}
 	if copyRefs {
-		// COPY costs about half of INSERT … SELECT per row; a duplicate fails the whole
-		// flush, which FlushReceipts then repeats with the insert.
 		row := make([]any, 4)
 		i := 0
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"provider_refs"}, []string{"provider_message_id", "network", "message_id", "account_id"},
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"provider_refs"}, []string{"provider_message_id", "network", "message_id", "account_id"},
 			pgx.CopyFromFunc(func() ([]any, error) {
-				if i == n {
+				if i == len(pids) {
 					return nil, nil
 				}
 				row[0], row[1], row[2], row[3] = pids[i], nets[i], ids[i], accts[i]
 				i++
 				return row, nil
 			}))
-	} else {
-		_, err = tx.Exec(ctx, `INSERT INTO provider_refs (provider_message_id, network, message_id, account_id)
-			SELECT * FROM unnest($1::text[], $2::smallint[], $3::uuid[], $4::uuid[]) ON CONFLICT DO NOTHING`, pids, nets, ids, accts)
+		if err != nil {
+			return fmt.Errorf("record provider ids: %w", err)
+		}
+		return nil
 	}
+	rows, err := tx.Query(ctx, `
+		WITH u AS (SELECT * FROM unnest($1::text[], $2::smallint[], $3::uuid[], $4::uuid[]) WITH ORDINALITY AS u(pid, net, id, acct, ord)),
+		fresh AS (SELECT u.* FROM u WHERE NOT EXISTS (SELECT 1 FROM provider_refs r
+			WHERE r.provider_message_id = u.pid AND r.network = u.net AND r.message_id = u.id))
+		INSERT INTO provider_refs (provider_message_id, network, message_id, account_id, generation)
+		SELECT pid, net, id, acct, coalesce((SELECT max(r.generation) + 1 FROM provider_refs r
+				WHERE r.provider_message_id = fresh.pid AND r.network = fresh.net), 0)
+			+ row_number() OVER (PARTITION BY pid, net ORDER BY ord) - 1
+		FROM fresh
+		ON CONFLICT DO NOTHING
+		RETURNING provider_message_id, network, generation`, pids, nets, ids, accts)
 	if err != nil {
 		return fmt.Errorf("record provider ids: %w", err)
 	}
-	return nil
+	defer rows.Close()
+	for rows.Next() {
+		var r ReusedID
+		var net, gen int16
+		if err := rows.Scan(&r.ProviderID, &net, &gen); err != nil {
+			return err
+		}
+		if gen > 0 {
+			r.Network = carriers.Network(net)
+			agg.reused = append(agg.reused, r)
+		}
+	}
+	return rows.Err()
 }
 
 func flushFailures(ctx context.Context, tx pgx.Tx, fails []Failure, agg *flushAggregate) error {
@@ -219,7 +287,7 @@ func flushFailures(ctx context.Context, tx pgx.Tx, fails []Failure, agg *flushAg
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[]) AS u(account_id, id, ps, err, at),
 			LATERAL (SELECT status FROM messages WHERE account_id = u.account_id AND id = u.id) AS before
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status IN ('queued', 'sent')
-		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, before.status, m.created_at, m.failed_at`, accts, ids, pss, errs, ats)
+		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, before.status, m.created_at, m.failed_at`, accts, ids, pss, errs, ats)
 	if err != nil {
 		return fmt.Errorf("record failures: %w", err)
 	}
@@ -266,9 +334,13 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 	rows, err := tx.Query(ctx, receiptTransition+`
 		FROM unnest($1::text[], $2::smallint[], $3::boolean[], $4::text[], $5::text[], $6::timestamptz[])
 				AS u(pid, net, delivered, ps, err, at)
-			JOIN provider_refs r ON r.provider_message_id = u.pid AND r.network = u.net
+			-- a reused id: the newest submission still waiting for its receipt
+			JOIN LATERAL (SELECT r.account_id, r.message_id FROM provider_refs r
+				JOIN messages x ON x.account_id = r.account_id AND x.id = r.message_id AND x.status = 'sent'
+				WHERE r.provider_message_id = u.pid AND r.network = u.net
+				ORDER BY r.generation DESC LIMIT 1) r ON true
 		WHERE m.account_id = r.account_id AND m.id = r.message_id AND m.status = 'sent'
-		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, 'sent', m.created_at,
+		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, 'sent', m.created_at,
 			coalesce(m.delivered_at, m.failed_at), u.delivered, u.pid`,
 		pids, nets, delivered, pss, errs, ats)
 	if err != nil {
@@ -321,7 +393,7 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 }
 
 // scanFinal folds rows of messages that reached a final state into the aggregate. Rows are
-// (job, account, network, cost, previous status, created_at, done_at); receipt rows add
+// (job, account, network, cost, parts, previous status, created_at, done_at); receipt rows add
 // (delivered, key), where key scans into the pointer given and matched runs after each row
 // with the message's network.
 func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matched func(network int16)) error {
@@ -329,13 +401,13 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matche
 	for rows.Next() {
 		var (
 			job, acct       uuid.UUID
-			net             int16
+			net, parts      int16
 			cost            int64
 			before          string
 			created, doneAt time.Time
 			delivered       bool
 		)
-		dest := []any{&job, &acct, &net, &cost, &before, &created, &doneAt}
+		dest := []any{&job, &acct, &net, &cost, &parts, &before, &created, &doneAt}
 		if key != nil {
 			dest = append(dest, &delivered, key)
 		}
@@ -354,6 +426,7 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matche
 		} else {
 			p.Failed++
 			p.RefundedCents += cost
+			p.RefundedUnits += int64(parts)
 		}
 		agg.final = append(agg.final, FinalMessage{Network: carriers.Network(net), Delivered: delivered, Stage: stage,
 			CreatedAt: created, DoneAt: doneAt})
@@ -404,7 +477,7 @@ func flushKeyedReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flu
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::timestamptz[])
 				AS u(account_id, id, pid, delivered, ps, err, at)
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'sent' AND m.provider_message_id = u.pid
-		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, 'sent', m.created_at,
+		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, 'sent', m.created_at,
 			coalesce(m.delivered_at, m.failed_at), u.delivered, m.id`,
 		accts, ids, pids, delivered, pss, errs, ats)
 	if err != nil {

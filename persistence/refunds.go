@@ -10,16 +10,29 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// applyRefunds gives failed messages' cost back to their wallets, with one ledger entry per
+// job, and takes their parts off the account's lifetime volume: tiers count only SMS billed and
+// not refunded, so sends that fail buy no cheaper tier.
 func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]WalletSnapshot, error) {
-	byAccount := map[uuid.UUID]int64{}
+	type refund struct{ cents, units int64 }
+	byAccount := map[uuid.UUID]*refund{}
 	var entryIDs, entryAccts, entryJobs []uuid.UUID
 	var entryAmounts, entryCounts []int64
 	var entryDescs []string
 	for _, p := range jobs {
-		if p.RefundedCents == 0 { // nothing was charged (internal accounts): nothing to refund
+		if p.RefundedUnits == 0 {
 			continue
 		}
-		byAccount[p.AccountID] += p.RefundedCents
+		r := byAccount[p.AccountID]
+		if r == nil {
+			r = &refund{}
+			byAccount[p.AccountID] = r
+		}
+		r.cents += p.RefundedCents
+		r.units += p.RefundedUnits
+		if p.RefundedCents == 0 { // nothing was charged (internal accounts): no ledger entry
+			continue
+		}
 		entryIDs, entryAccts, entryJobs = append(entryIDs, NewID()), append(entryAccts, p.AccountID), append(entryJobs, p.JobID)
 		entryAmounts, entryCounts = append(entryAmounts, p.RefundedCents), append(entryCounts, int64(p.Failed))
 		entryDescs = append(entryDescs, fmt.Sprintf("refund for %d failed message%s", p.Failed, plural(p.Failed)))
@@ -28,9 +41,9 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]WalletS
 		return nil, nil
 	}
 	accts := sortedIDs(byAccount)
-	amounts := make([]int64, len(accts))
+	amounts, units := make([]int64, len(accts)), make([]int64, len(accts))
 	for i, id := range accts {
-		amounts[i] = byAccount[id]
+		amounts[i], units[i] = byAccount[id].cents, byAccount[id].units
 	}
 	if _, err := tx.Exec(ctx, lockWallets, accts); err != nil {
 		return nil, fmt.Errorf("lock wallets: %w", err)
@@ -38,17 +51,19 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]WalletS
 	rows, err := tx.Query(ctx, `
 		UPDATE wallets w SET balance_cents = w.balance_cents + u.amount,
 			total_spent_cents = greatest(w.total_spent_cents - u.amount, 0),
+			total_sms_sent = greatest(w.total_sms_sent - u.units, 0),
+			lifetime_sms = greatest(w.lifetime_sms - u.units, 0),
 			version = w.version + 1, updated_at = now()
-		FROM unnest($1::uuid[], $2::bigint[]) AS u(account_id, amount)
+		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS u(account_id, amount, units)
 		WHERE w.account_id = u.account_id
-		RETURNING w.account_id, w.balance_cents, w.version`, accts, amounts)
+		RETURNING w.account_id, w.balance_cents, w.version, w.lifetime_sms`, accts, amounts, units)
 	if err != nil {
 		return nil, fmt.Errorf("refund wallets: %w", err)
 	}
 	var snaps []WalletSnapshot
 	for rows.Next() {
 		var w WalletSnapshot
-		if err := rows.Scan(&w.AccountID, &w.BalanceCents, &w.Version); err != nil {
+		if err := rows.Scan(w.fields()...); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -57,6 +72,9 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]WalletS
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("refund wallets: %w", err)
+	}
+	if len(entryIDs) == 0 {
+		return snaps, nil
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO wallet_transactions (id, account_id, type, amount_cents, sms_count, job_id, description)
 		SELECT u.id, u.account_id, 'refund', u.amount, u.n, u.job_id, u.description

@@ -28,7 +28,6 @@ type TenantState struct {
 	AccountID     uuid.UUID
 	CompanyName   string
 	Wallet        WalletSnapshot
-	LifetimeSMS   int64
 	PricingTier   *string // operator override
 	Internal      bool
 	DefaultSender *Sender
@@ -48,7 +47,7 @@ func (s *Store) TenantState(ctx context.Context, id uuid.UUID) (TenantState, err
 			w.low_balance_alerted, d.id, d.name, d.network
 		FROM accounts a JOIN wallets w ON w.account_id = a.id
 		LEFT JOIN sender_ids d ON d.account_id = a.id AND d.is_default AND d.status = 'approved' AND d.is_active
-		WHERE a.id = $1`, id).Scan(&st.CompanyName, &st.Wallet.BalanceCents, &st.Wallet.Version, &st.LifetimeSMS,
+		WHERE a.id = $1`, id).Scan(&st.CompanyName, &st.Wallet.BalanceCents, &st.Wallet.Version, &st.Wallet.LifetimeSMS,
 		&st.PricingTier, &st.Internal, &st.LowBalanceAlerted, &sid, &sname, &snetwork)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TenantState{}, ErrNotFound

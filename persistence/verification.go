@@ -135,8 +135,8 @@ func verifyAccount(ctx context.Context, tx pgx.Tx, accountID uuid.UUID, email st
 	}
 	var w WalletSnapshot
 	if err := tx.QueryRow(ctx, `UPDATE wallets SET balance_cents = balance_cents + $2, version = version + 1, updated_at = now()
-		WHERE account_id = $1 RETURNING account_id, balance_cents, version`, accountID, WelcomeBonusCents).
-		Scan(&w.AccountID, &w.BalanceCents, &w.Version); err != nil {
+		WHERE account_id = $1 RETURNING `+snapshotColumns, accountID, WelcomeBonusCents).
+		Scan(w.fields()...); err != nil {
 		return nil, err
 	}
 	return &w, addNotification(ctx, tx, accountID, NewNotification{Type: "welcome_bonus", Title: "Welcome to Tuma: 5 SMS on us",

@@ -29,8 +29,8 @@ func (s *Store) Credit(ctx context.Context, c NewCredit) (WalletSnapshot, error)
 	var w WalletSnapshot
 	err := pgx.BeginFunc(ctx, s.accept, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `UPDATE wallets SET balance_cents = balance_cents + $2, version = version + 1, updated_at = now()
-			WHERE account_id = $1 RETURNING account_id, balance_cents, version`, c.AccountID, c.Cents).
-			Scan(&w.AccountID, &w.BalanceCents, &w.Version)
+			WHERE account_id = $1 RETURNING `+snapshotColumns, c.AccountID, c.Cents).
+			Scan(w.fields()...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -101,6 +101,14 @@ type WalletSnapshot struct {
 	AccountID    uuid.UUID
 	BalanceCents int64
 	Version      int64
+	LifetimeSMS  int64 // SMS parts billed and not refunded: the volume pricing tiers count
+}
+
+// snapshotColumns are what a statement changing a wallet returns, scanned by fields.
+const snapshotColumns = `account_id, balance_cents, version, lifetime_sms`
+
+func (w *WalletSnapshot) fields() []any {
+	return []any{&w.AccountID, &w.BalanceCents, &w.Version, &w.LifetimeSMS}
 }
 
 // Transaction is a ledger entry.

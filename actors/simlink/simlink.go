@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/google/uuid"
+
 	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/carriers/sim"
@@ -76,6 +78,12 @@ func (c carrier) Submit(ctx context.Context, m actors.Outgoing) (string, error) 
 	return id, mapErr(err)
 }
 
+// Lookup asks the simulator whether it took a message (after a lost answer).
+func (c carrier) Lookup(ctx context.Context, messageID uuid.UUID) (string, error) {
+	id, err := c.n.Lookup(ctx, messageID.String())
+	return id, mapErr(err)
+}
+
 func (c carrier) Query(ctx context.Context, providerID string) (actors.CarrierStatus, error) {
 	r, err := c.n.Query(ctx, providerID)
 	if err != nil {
@@ -105,6 +113,8 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %w", actors.ErrRejected, err)
 	case errors.Is(err, sim.ErrUnknownMessage):
 		return fmt.Errorf("%w: %w", actors.ErrUnknownMessage, err)
+	case errors.Is(err, sim.ErrLostAnswer):
+		return fmt.Errorf("%w: %w", actors.ErrUnknownOutcome, err)
 	default: // temporary failures, closed networks, cancelled contexts: retry later
 		return fmt.Errorf("%w: %w", actors.ErrTemporary, err)
 	}

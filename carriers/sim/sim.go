@@ -91,8 +91,12 @@ var (
 	ErrRejected = errors.New("sim: message rejected")
 	// ErrClosed means the network was closed.
 	ErrClosed = errors.New("sim: network closed")
-	// ErrUnknownMessage means Query got an id this network never issued.
+	// ErrUnknownMessage means Query got an id this network never issued, or
+	// Lookup a message id it has no (remembered) submission of.
 	ErrUnknownMessage = errors.New("sim: unknown message id")
+	// ErrLostAnswer means the submit's answer was lost on the way back (a
+	// response timeout): the message may or may not have been accepted.
+	ErrLostAnswer = errors.New("sim: answer lost")
 )
 
 // maxReceiptDelay bounds ReceiptDelay+ReceiptJitter so the delay fits its
@@ -119,6 +123,10 @@ type Options struct {
 	// ThrottleRate is the probability a submit answers ErrThrottled,
 	// regardless of TPS.
 	ThrottleRate float64
+	// LostAnswerRate is the probability that an accepted submit answers
+	// ErrLostAnswer: the message was accepted (and gets its receipt) but the
+	// caller never learns its id, as when a response times out. Lookup finds it.
+	LostAnswerRate float64
 	// ReceiptDelay is the time from an accepted submit to its final receipt,
 	// rounded up to the millisecond. ReceiptDelay+ReceiptJitter is at most
 	// 7 days.
@@ -139,16 +147,6 @@ type Options struct {
 	OnReceipt func(Receipt)
 }
 
-// Submission is one message handed to the carrier.
-type Submission struct {
-	MessageID   string // the platform's message id (opaque to the simulator)
-	Sender      string
-	Destination string // E.164, e.g. "+254712345678"
-	Text        string
-	Parts       int
-	Encoding    carriers.Encoding
-}
-
 // Stats counts what a Network did. Submits is every Submit call; it equals
 // Accepted+Throttled+Temporary+Rejected+Canceled plus the calls answered
 // ErrClosed, once all calls have returned.
@@ -164,6 +162,9 @@ type Stats struct {
 	// Canceled counts the submits whose ctx was done before they were
 	// answered.
 	Canceled uint64
+	// Lost counts accepted submits whose answer was lost (ErrLostAnswer);
+	// they are included in Accepted.
+	Lost uint64
 }
 
 // Network simulates one carrier network. Its methods are safe for
@@ -185,6 +186,9 @@ type Network struct {
 	closed atomic.Bool
 
 	accepted, throttled, temporary, rejected, canceled, receipts atomic.Uint64
+	lostAnswers                                                  atomic.Uint64
+
+	memory submitMemory // recent accepts by the platform's message id, for Lookup
 
 	// admitMu guards the TPS bucket and the rate window.
 	admitMu sync.Mutex
@@ -216,6 +220,7 @@ type config struct {
 	latency, jitter             time.Duration
 	tps, burst                  float64
 	failure, reject, throttle   float64
+	lost                        float64
 	receiptDelay, receiptJitter time.Duration
 	// mix holds the cumulative shares of delivered, undeliverable and
 	// expired; the rest is rejected.
@@ -262,6 +267,7 @@ func newConfig(opts Options) (*config, error) {
 		{"FailureRate", opts.FailureRate},
 		{"RejectRate", opts.RejectRate},
 		{"ThrottleRate", opts.ThrottleRate},
+		{"LostAnswerRate", opts.LostAnswerRate},
 	} {
 		if !(r.v >= 0 && r.v <= 1) { // also catches NaN
 			return nil, fmt.Errorf("sim: %s %v not in [0, 1]", r.name, r.v)
@@ -305,6 +311,7 @@ func newConfig(opts Options) (*config, error) {
 		failure:       opts.FailureRate,
 		reject:        opts.RejectRate,
 		throttle:      opts.ThrottleRate,
+		lost:          opts.LostAnswerRate,
 		receiptDelay:  opts.ReceiptDelay,
 		receiptJitter: opts.ReceiptJitter,
 		mix:           [3]float64{1, 1, 1},
@@ -338,6 +345,7 @@ const (
 	drawLatency
 	drawReceipt
 	drawOutcome
+	drawLost
 )
 
 // Configure changes the runtime behaviour: rates, latency, TPS, receipt
@@ -408,7 +416,7 @@ func (n *Network) Submit(ctx context.Context, s Submission) (providerID string, 
 		return "", fail
 	}
 	delay := cfg.receiptDelay + d.below(drawReceipt, cfg.receiptJitter)
-	return n.accept(idFields{
+	id, err := n.accept(idFields{
 		network:  n.network,
 		outcome:  cfg.outcome(d.float(drawOutcome)),
 		submitMs: n.unixMs(now),
@@ -416,6 +424,15 @@ func (n *Network) Submit(ctx context.Context, s Submission) (providerID string, 
 		delayMs:  int64((delay + time.Millisecond - 1) / time.Millisecond),
 		seq:      seq,
 	})
+	if err != nil {
+		return "", err
+	}
+	n.remember(s.MessageID, id)
+	if cfg.lost > 0 && d.float(drawLost) < cfg.lost {
+		n.lostAnswers.Add(1)
+		return "", ErrLostAnswer
+	}
+	return id, nil
 }
 
 // clock returns the Network's monotonic clock, in nanoseconds since start.
@@ -437,33 +454,6 @@ func ctxErr(ctx context.Context) error {
 	default:
 		return nil
 	}
-}
-
-// validate rejects what a real SMSC would refuse at submit.
-func validate(s Submission) error {
-	if !isE164(s.Destination) {
-		return fmt.Errorf("destination %q is not E.164: %w", s.Destination, ErrRejected)
-	}
-	if s.Parts < 1 || s.Parts > carriers.MaxParts {
-		return fmt.Errorf("%d parts: %w", s.Parts, ErrRejected)
-	}
-	if s.Encoding != carriers.GSM7 && s.Encoding != carriers.UCS2 {
-		return fmt.Errorf("encoding %s: %w", s.Encoding, ErrRejected)
-	}
-	return nil
-}
-
-// isE164 reports whether s is '+' and 7 to 15 digits, the first not 0.
-func isE164(s string) bool {
-	if len(s) < 8 || len(s) > 16 || s[0] != '+' || s[1] == '0' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // admit takes a TPS token for a submit bound for acceptance arriving at now
@@ -542,32 +532,6 @@ func (n *Network) accept(f idFields) (string, error) {
 	}
 }
 
-// Query returns the live status of the message submitted under providerID:
-// Enroute until its receipt delay has passed, then its final state, equal to
-// the receipt pushed for it. It works for ids issued by earlier instances of
-// the same network. An id this network cannot have issued (malformed, or
-// issued by another network) gives an error wrapping ErrUnknownMessage;
-// after Close, Query returns ErrClosed.
-func (n *Network) Query(ctx context.Context, providerID string) (Receipt, error) {
-	if err := ctxErr(ctx); err != nil {
-		return Receipt{}, err
-	}
-	if n.closed.Load() {
-		return Receipt{}, ErrClosed
-	}
-	f, ok := parseID(providerID)
-	if !ok {
-		return Receipt{}, ErrUnknownMessage
-	}
-	if f.network != n.network {
-		return Receipt{}, fmt.Errorf("id issued by %s, not %s: %w", f.network, n.network, ErrUnknownMessage)
-	}
-	if now := n.unixMs(n.clock()); now < f.submitMs+f.delayMs {
-		return enrouteReceipt(providerID, f.submitMs), nil
-	}
-	return finalReceipt(providerID, f.submitMs, f.submitMs+f.delayMs, f.outcome), nil
-}
-
 // Stats returns the counters so far.
 func (n *Network) Stats() Stats {
 	n.admitMu.Lock()
@@ -582,6 +546,7 @@ func (n *Network) Stats() Stats {
 		Receipts:  n.receipts.Load(),
 		MaxRate:   float64(maxRate),
 		Canceled:  n.canceled.Load(),
+		Lost:      n.lostAnswers.Load(),
 	}
 }
 

@@ -1,0 +1,186 @@
+// Link submits: the workers that hand messages to a network, and what the link makes of the
+// answers.
+
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// startWorkers starts one submit worker per window slot. They live as long as the engine,
+// so a submit costs a channel hand-off instead of a goroutine and a timer.
+func (l *linkActor) startWorkers(self *actor.PID) {
+	st, e := l.st, l.e
+	for range st.opts.Window {
+		e.io.Add(1)
+		go func() {
+			defer e.io.Done()
+			for {
+				select {
+				case <-e.life.Done():
+					return
+				case j := <-st.work:
+					st.inbox.put(e.root, self, l.submit(e.life, j))
+				}
+			}
+		}()
+	}
+}
+
+// submit hands one message to the network. A message that may have reached the network
+// before a crash (unsettled) is asked about first, and so is one whose submit's answer was
+// lost, when the network can say: either way it is never submitted twice knowingly.
+func (l *linkActor) submit(ctx context.Context, j submitJob) *submitDone {
+	st, nm := l.st, &l.e.m.net[l.st.network]
+	req := j.req
+	start := time.Now()
+	d := &submitDone{req: req}
+	if req.msg.unsettled {
+		if st.looker == nil {
+			nm.resentAfterCrash.Inc() // bounded by the windows in flight at the crash
+		} else if id, err := st.looker.Lookup(ctx, req.msg.id); err == nil {
+			nm.recovered.found.Inc()
+			d.providerID, d.lookedUp, d.took = id, true, time.Since(start)
+			return d
+		} else if !errors.Is(err, ErrUnknownMessage) {
+			d.err, d.took = fmt.Errorf("%w: %w", errLookupFailed, err), time.Since(start)
+			return d
+		} else {
+			nm.recovered.absent.Inc()
+		}
+	}
+	d.providerID, d.err = st.carrier.Submit(ctx, j.out)
+	if errors.Is(d.err, ErrUnknownOutcome) && st.looker != nil {
+		nm.lostAnswers.Inc()
+		switch id, err := st.looker.Lookup(ctx, req.msg.id); {
+		case err == nil:
+			d.providerID, d.err, d.lookedUp = id, nil, true
+		case errors.Is(err, ErrUnknownMessage): // the network never took it: submit again
+			d.err = fmt.Errorf("%w: %w", ErrTemporary, d.err)
+		}
+	}
+	d.took = time.Since(start)
+	return d
+}
+
+// done sorts a submit's outcome. Accepted and permanently refused messages, and those whose
+// answer never came, go to receipts, which settle their mark once the outcome is durable.
+// Throttled ones wait and go again; temporary failures retry up to MaxAttempts, then fail.
+func (l *linkActor) done(ctx actor.Context, d *submitDone) {
+	st, m := l.st, l.e.m
+	req := d.req
+	st.inflight--
+	if req.breakerOK != nil {
+		req.breakerOK(d.err)
+		req.breakerOK = nil
+	}
+	req.msg.unsettled = false // it is marked again before any further attempt (a failed lookup sets it back)
+	nm := &m.net[st.network]
+	nm.submitLatency.Observe(d.took.Seconds())
+	now := time.Now()
+	switch {
+	case d.err == nil:
+		st.pacer.ok(now)
+		nm.submitted.Inc()
+		l.finish(req)
+		ctx.Send(l.e.receiptsFor(st.network, d.providerID), &submittedEv{
+			s:   persistence.Submitted{AccountID: req.account, MessageID: req.msg.id, ProviderID: d.providerID, Network: st.network, At: now},
+			job: req.job, mark: req.mark,
+		})
+	case errors.Is(d.err, ErrUnknownOutcome):
+		// It may have gone: sent with no provider id, neither resent nor refunded; the
+		// stale-sent sweep settles it.
+		nm.submitted.Inc()
+		l.finish(req)
+		ctx.Send(l.e.receiptsForMessage(req.msg.id), &submittedEv{
+			s:   persistence.Submitted{AccountID: req.account, MessageID: req.msg.id, Network: st.network, At: now},
+			job: req.job, mark: req.mark,
+		})
+	case errors.Is(d.err, ErrThrottled):
+		nm.throttled.Inc()
+		st.pacer.throttled(now)
+		l.again(req)
+	case errors.Is(d.err, ErrRejected):
+		l.fail(ctx, req, "REJECTD", d.err.Error(), now)
+	case errors.Is(d.err, errLookupFailed):
+		// Whether the network has it is still unknown: never failed (nor refunded) for that.
+		req.msg.unsettled = true
+		nm.retries.Inc()
+		l.again(req)
+	default:
+		req.attempts++
+		if req.attempts >= st.opts.MaxAttempts {
+			l.fail(ctx, req, "SUBMIT_FAILED", d.err.Error(), now)
+			return
+		}
+		nm.retries.Inc()
+		l.again(req)
+	}
+}
+
+// again puts a submit the network did not take back first in line; its mark is not needed
+// for it any more (it is marked again before it goes).
+func (l *linkActor) again(req *submitReq) {
+	l.settle(req.mark, 1)
+	req.mark = uuid.Nil
+	l.st.retry = append(l.st.retry, req)
+}
+
+// finish forgets a message whose outcome is handed to receipts, remembering it was submitted.
+func (l *linkActor) finish(req *submitReq) {
+	delete(l.st.known, req.msg.id)
+	l.st.recent.add(req.msg.id)
+}
+
+func (l *linkActor) fail(ctx actor.Context, req *submitReq, status, reason string, at time.Time) {
+	l.finish(req)
+	ctx.Send(l.e.receiptsForMessage(req.msg.id), &failedEv{
+		f:       persistence.Failure{AccountID: req.account, MessageID: req.msg.id, ProviderStatus: status, Error: reason, At: at},
+		network: l.st.network, job: req.job, mark: req.mark,
+	})
+}
+
+// queryMany asks the network about messages whose receipts were lost (a restart), on one
+// owned goroutine. Final answers go to receipts; messages still en route are asked again with
+// growing pauses for up to retryFor; the stale-sent sweep covers the rest.
+func (l *linkActor) queryMany(ids []string, retryFor time.Duration) {
+	st, e := l.st, l.e
+	e.goIO(retryFor+time.Minute, func(c context.Context) {
+		pause := 250 * time.Millisecond
+		deadline := time.Now().Add(retryFor)
+		for len(ids) > 0 {
+			var again []string
+			for _, id := range ids {
+				s, err := st.carrier.Query(c, id)
+				switch {
+				case c.Err() != nil:
+					return
+				case err != nil || !s.Final:
+					if !errors.Is(err, ErrUnknownMessage) {
+						again = append(again, id)
+					}
+				default:
+					e.Receipt(st.network, id, s)
+				}
+			}
+			ids = again
+			if len(ids) == 0 || time.Now().Add(pause).After(deadline) {
+				return
+			}
+			select {
+			case <-c.Done():
+				return
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, 30*time.Second)
+		}
+	})
+}

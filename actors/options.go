@@ -1,0 +1,84 @@
+// Options: how the engine is tuned, with the defaults it takes for zero values.
+
+package actors
+
+import (
+	"time"
+
+	"github.com/tuma-sms/tuma/carriers"
+)
+
+// LinkOptions configures one network's link.
+type LinkOptions struct {
+	TPS            float64       // submits per second (0: no cap of ours)
+	Window         int           // most submits in flight (marking or submitted)
+	MaxAttempts    int           // submits of one message before it fails (temporary failures)
+	BreakerTimeout time.Duration // how long an open breaker stays open before probing
+	BreakerMinReqs uint32        // requests in the breaker's window before it may trip
+}
+
+// Options tunes the engine. Zero values take the defaults noted.
+type Options struct {
+	SharedSender      string        // sender name of the shared sender ID
+	InlineLimit       int           // jobs up to this many recipients write message rows at accept (200)
+	JobWindow         int           // messages outstanding per job and network (256)
+	MaxDispatchingJob int           // jobs of one tenant dispatching at once (8)
+	TenantIdle        time.Duration // a tenant actor with nothing to do stops after this (5m)
+	AcceptBatch       int           // sends per group commit (256)
+	AcceptShards      int           // group-commit writers, each owning a disjoint share of accounts (2)
+	ReceiptsBatch     int           // transitions per flush (2000)
+	ReceiptsShards    int           // receipts actors flushing in parallel, each owning a share of messages (2)
+	Expansions        int           // large jobs expanded into message rows at once (1)
+	ReceiptsInterval  time.Duration // how long a flush may wait to fill (25ms)
+	ReceiptTimeout    time.Duration // a sent message without a receipt after this is asked about (10m)
+	ReceiptDeadline   time.Duration // … and after this it fails and is refunded (72h)
+	SweepInterval     time.Duration // how often the stale-sent sweep walks (1m)
+	ProgressInterval  time.Duration // how often job counters are folded from the progress log (1s)
+	CommandTimeout    time.Duration // how long Engine methods wait for the engine (15s)
+	LowBalanceCents   int64         // a send leaving less than this raises low_balance (0: never)
+	Links             map[carriers.Network]LinkOptions
+}
+
+func (o *Options) setDefaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if o.SharedSender == "" {
+		o.SharedSender = "TUMA"
+	}
+	def(&o.InlineLimit, 200)
+	def(&o.JobWindow, 256)
+	def(&o.MaxDispatchingJob, 8)
+	def(&o.AcceptBatch, 256)
+	def(&o.AcceptShards, 2)
+	def(&o.ReceiptsBatch, 2000)
+	def(&o.ReceiptsShards, 2)
+	def(&o.Expansions, 1)
+	defDur(&o.TenantIdle, 5*time.Minute)
+	defDur(&o.ReceiptsInterval, 25*time.Millisecond)
+	defDur(&o.ReceiptTimeout, 10*time.Minute)
+	defDur(&o.ReceiptDeadline, 72*time.Hour)
+	o.ReceiptDeadline = max(o.ReceiptDeadline, o.ReceiptTimeout)
+	defDur(&o.SweepInterval, time.Minute)
+	defDur(&o.ProgressInterval, time.Second)
+	defDur(&o.CommandTimeout, 15*time.Second)
+	links := map[carriers.Network]LinkOptions{}
+	for _, n := range carriers.Networks() {
+		l := o.Links[n]
+		def(&l.Window, 100)
+		def(&l.MaxAttempts, 3)
+		defDur(&l.BreakerTimeout, 5*time.Second)
+		if l.BreakerMinReqs == 0 {
+			l.BreakerMinReqs = 20
+		}
+		links[n] = l
+	}
+	o.Links = links
+}

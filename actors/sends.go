@@ -1,0 +1,152 @@
+// Sends: how a tenant prices a send, picks its senders and reserves its cost until the commit.
+
+package actors
+
+import (
+	"errors"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// route picks the sender of a network's messages: the explicit sender if it covers the
+// network, else the account default if it does, else the shared sender with the company
+// prefix.
+func (t *tenantActor) route(explicit *persistence.Sender, n carriers.Network) (sender string, prefixed bool) {
+	if explicit != nil && explicit.Covers(n) {
+		return explicit.Name, false
+	}
+	if t.sender != nil && t.sender.Covers(n) {
+		return t.sender.Name, false
+	}
+	return t.e.opts.SharedSender, t.company != ""
+}
+
+func (t *tenantActor) sharedPrefix() string {
+	if t.company == "" {
+		return ""
+	}
+	return t.company + ": "
+}
+
+func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
+	req := cmd.req
+	lifetime := t.wallet.LifetimeSMS + t.pending.pendingUnits
+	pricing := PricingFor(lifetime, t.tier, t.intern)
+	var counts [4]int
+	for _, r := range req.Recipients {
+		counts[r.Network]++
+	}
+	job := persistence.NewJob{
+		ID: persistence.NewID(), AccountID: t.id, Source: req.Source, Message: req.Message,
+		PriceCents: pricing.PriceCents, Recipients: len(req.Recipients), Idempotency: req.Idempotency,
+	}
+	var vars [4]variant
+	for _, n := range carriers.Networks() {
+		sender, prefixed := t.route(req.Sender, n)
+		job.Senders[n-1], job.Prefixed[n-1] = sender, prefixed
+		if prefixed {
+			job.SharedPrefix = t.sharedPrefix()
+		}
+	}
+	vars = variantsOf(job)
+	for _, n := range carriers.Networks() {
+		job.Units += int64(counts[n]) * int64(vars[n].parts)
+		job.NetworkCounts[n-1] = counts[n]
+	}
+	job.CostCents = job.Units * pricing.PriceCents
+	if available := t.wallet.BalanceCents - t.pending.reserved; job.CostCents > available {
+		ctx.Send(reply, &InsufficientBalanceError{AvailableCents: available, CostCents: job.CostCents})
+		return
+	}
+	if !pricing.Override && !pricing.Internal {
+		before, after := TierIndex(lifetime), TierIndex(lifetime+job.Units)
+		if after > before {
+			title, text := tierUpgradeNotice(after)
+			job.Notices = append(job.Notices, persistence.NewNotification{Type: "tier_upgrade", Title: title, Message: text})
+		}
+	}
+	var inline []dispatchMsg
+	if len(req.Recipients) <= t.e.opts.InlineLimit {
+		job.Inline = make([]persistence.NewMessage, len(req.Recipients))
+		inline = make([]dispatchMsg, len(req.Recipients))
+		for i, r := range req.Recipients {
+			job.Inline[i] = newMessage(job, vars[r.Network], r)
+			inline[i] = dispatchMsg{id: job.Inline[i].ID, nsn: r.NSN, network: r.Network}
+		}
+	} else {
+		job.Pending = persistence.EncodeRecipients(req.Recipients)
+	}
+	t.pending.reserved += job.CostCents
+	t.pending.pendingUnits += job.Units
+	t.pending.accepting++
+	ctx.Send(t.e.writerFor(t.id), &acceptReq{job: job, reply: reply, tenant: ctx.Self(), epoch: t.epoch, start: cmd.at,
+		inline: inline, variant: vars})
+}
+
+// newMessage is the row of one recipient of a job.
+func newMessage(j persistence.NewJob, v variant, r persistence.Recipient) persistence.NewMessage {
+	return persistence.NewMessage{
+		ID: persistence.NewID(), Recipient: r.E164(), Network: r.Network, Sender: v.sender, Prefixed: v.prefixed,
+		Parts: v.parts, Encoding: v.encoding, CostCents: int64(v.parts) * j.PriceCents,
+	}
+}
+
+// variantsOf derives, per network, the exact text and segmentation a job sends. The same
+// function prices a send and builds what goes out, so the quote is the charge.
+func variantsOf(j persistence.NewJob) [4]variant {
+	var vars [4]variant
+	for _, n := range carriers.Networks() {
+		text := j.Message
+		if j.Prefixed[n-1] {
+			text = j.SharedPrefix + j.Message
+		}
+		seg := carriers.Segment(text)
+		vars[n] = variant{text: text, sender: j.Senders[n-1], prefixed: j.Prefixed[n-1], parts: seg.Parts, encoding: seg.Encoding}
+	}
+	return vars
+}
+
+// accepted settles a send's reservation once its commit answered, replies to the caller and
+// queues the job for dispatch. A job accepted for an earlier incarnation (this tenant panicked
+// meanwhile) is resumed from the store instead: its inline messages may already be in flight.
+func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
+	req, p := d.req, t.pending
+	p.accepting = max(p.accepting-1, 0)
+	p.reserved = max(p.reserved-req.job.CostCents, 0)
+	p.pendingUnits = max(p.pendingUnits-req.job.Units, 0)
+	switch {
+	case d.err != nil:
+		ctx.Send(req.reply, d.err)
+		return
+	case errors.Is(d.result.Err, persistence.ErrInsufficientBalance):
+		ctx.Send(req.reply, &InsufficientBalanceError{AvailableCents: t.wallet.BalanceCents - p.reserved, CostCents: req.job.CostCents})
+		return
+	case d.result.Err != nil:
+		ctx.Send(req.reply, d.result.Err)
+		return
+	}
+	t.adopt(d.result.Wallet)
+	ctx.Send(req.reply, &SendResult{JobID: req.job.ID, Recipients: req.job.Recipients, CostCents: req.job.CostCents})
+	t.alertLowBalance(ctx)
+
+	m := t.e.m
+	m.acceptLatency.Observe(time.Since(req.start).Seconds())
+	m.debited.Add(float64(req.job.CostCents))
+	for _, n := range carriers.Networks() {
+		if c := req.job.NetworkCounts[n-1]; c > 0 {
+			m.net[n].accepted.Add(float64(c))
+		}
+	}
+	if req.epoch != t.epoch {
+		t.enqueue(jobStart{id: req.job.ID, resumed: true})
+	} else {
+		job := req.job
+		job.Inline, job.Notices, job.Idempotency = nil, nil, nil
+		t.enqueue(jobStart{id: job.ID, job: &job, inline: req.inline, variants: req.variant})
+	}
+	t.startJobs(ctx)
+}

@@ -1,0 +1,115 @@
+// A tenant's jobs: dispatch slots, the queue of jobs waiting for one, and resuming the jobs
+// earlier runs left unfinished.
+
+package actors
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// jobStart is a job waiting for a dispatch slot: either accepted by this incarnation (job and
+// its inline messages in hand) or resumed by id, its job actor reading it from the store.
+type jobStart struct {
+	id       uuid.UUID
+	job      *persistence.NewJob // nil when resumed
+	inline   []dispatchMsg
+	variants [4]variant
+	resumed  bool
+}
+
+// resumeState walks the account's unfinished jobs of earlier runs: those accepted before
+// this incarnation started, in id order, a page at a time as dispatch slots free up.
+type resumeState struct {
+	before  uuid.UUID          // jobs accepted from now on are this incarnation's own
+	after   uuid.UUID          // the walk's cursor
+	more    bool               // the store may hold more
+	reading bool               // a page is being read
+	seen    map[uuid.UUID]bool // jobs from before `before` started by this incarnation, never twice
+}
+
+func (r *resumeState) done() bool { return !r.more && !r.reading }
+
+// resumePage is how many unfinished jobs a tenant reads at a time.
+func (t *tenantActor) resumePage() int { return 2 * t.e.opts.MaxDispatchingJob }
+
+// startResume begins the walk of jobs left unfinished by earlier runs or incarnations.
+func (t *tenantActor) startResume(ctx actor.Context) {
+	t.resume = resumeState{before: persistence.NewID(), more: true, seen: map[uuid.UUID]bool{}}
+	t.readOpenJobs(ctx)
+}
+
+func (t *tenantActor) readOpenJobs(ctx actor.Context) {
+	r := &t.resume
+	if !r.more || r.reading {
+		return
+	}
+	r.reading = true
+	self, root, id, after, before, limit := ctx.Self(), t.e.root, t.id, r.after, r.before, t.resumePage()
+	t.e.goIO(time.Minute, func(c context.Context) {
+		ids, err := t.e.store.OpenJobs(c, id, after, before, limit)
+		root.Send(self, &openJobsRead{ids: ids, err: err})
+	})
+}
+
+func (t *tenantActor) openJobsRead(ctx actor.Context, msg *openJobsRead) {
+	r := &t.resume
+	r.reading = false
+	if msg.err != nil {
+		t.e.log.Error("read unfinished jobs", slog.String("account_id", t.id.String()), slog.Any("error", msg.err))
+		t.timers.after(t.e.root, ctx.Self(), loadRetry, &readOpenJobs{})
+		return
+	}
+	r.more = len(msg.ids) == t.resumePage()
+	for _, id := range msg.ids {
+		r.after = id
+		t.enqueue(jobStart{id: id, resumed: true})
+	}
+	t.startJobs(ctx)
+}
+
+// enqueue queues a job for a dispatch slot; a job of an earlier run is queued once.
+func (t *tenantActor) enqueue(js jobStart) {
+	if bytes.Compare(js.id[:], t.resume.before[:]) < 0 {
+		if t.resume.seen[js.id] {
+			return
+		}
+		t.resume.seen[js.id] = true
+		js.resumed = true
+	}
+	t.waiting = append(t.waiting, js)
+	t.e.m.jobsWaiting.Inc()
+}
+
+// startJobs spawns waiting jobs while the tenant has dispatch slots, and reads more
+// unfinished jobs when it runs out of waiting ones.
+func (t *tenantActor) startJobs(ctx actor.Context) {
+	for len(t.waiting) > 0 && len(t.dispatching) < t.e.opts.MaxDispatchingJob {
+		js := t.waiting[0]
+		t.waiting[0] = jobStart{}
+		t.waiting = t.waiting[1:]
+		t.e.m.jobsWaiting.Dec()
+		st := &jobState{start: js, tenant: ctx.Self()}
+		_, err := ctx.SpawnNamed(t.e.props(func() actor.Actor { return &jobActor{e: t.e, st: st} }), "job-"+js.id.String())
+		if err != nil {
+			t.e.log.Debug("job already running", slog.String("job_id", js.id.String()))
+			continue
+		}
+		t.dispatching[js.id] = true
+	}
+	if len(t.waiting) == 0 && len(t.dispatching) < t.e.opts.MaxDispatchingJob {
+		t.readOpenJobs(ctx)
+	}
+}
+
+func (t *tenantActor) jobDispatched(ctx actor.Context, id uuid.UUID) {
+	delete(t.dispatching, id)
+	t.startJobs(ctx)
+}
