@@ -9,6 +9,9 @@ FUZZTIME  ?= 30s
 # make run turns the admin API on with a development token so the README's examples work;
 # set TUMA_ADMIN_TOKEN yourself for anything else.
 export TUMA_ADMIN_TOKEN ?= dev-admin-token-change-me
+# `tuma bench` registers its accounts from this machine: no per-address sign-up and auth budgets.
+export TUMA_SIGNUP_LIMIT_PER_IP ?= 0
+export TUMA_AUTH_LIMIT_PER_IP ?= 0
 
 .PHONY: run build test vet fmt-check lint bench fuzz migrate stores clean
 

@@ -49,6 +49,9 @@ func startNode(b *testing.B, env map[string]string) *node {
 		"TUMA_SIM_RECEIPT_DELAY":  "0s",
 		"TUMA_SIM_OUTCOMES":       "delivered=1",
 		"TUMA_DATABASE_MAX_CONNS": "24",
+		// Benchmarks register their accounts from one address.
+		"TUMA_SIGNUP_LIMIT_PER_IP": "0",
+		"TUMA_AUTH_LIMIT_PER_IP":   "0",
 	}
 	for k, v := range env {
 		vars[k] = v

@@ -47,6 +47,9 @@ func serveTuma(t *testing.T, env map[string]string) testServer {
 		"TUMA_SIM_LATENCY":       "0s",
 		"TUMA_SIM_RECEIPT_DELAY": "50ms",
 		"TUMA_SHUTDOWN_TIMEOUT":  "10s",
+		// The tool registers its accounts from one address.
+		"TUMA_SIGNUP_LIMIT_PER_IP": "0",
+		"TUMA_AUTH_LIMIT_PER_IP":   "0",
 	}
 	for k, v := range env {
 		vars[k] = v

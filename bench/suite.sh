@@ -50,7 +50,7 @@ start() {
 	shift
 	env TUMA_HTTP_ADDR="127.0.0.1:$PORT" TUMA_DATABASE_URL="$DB" TUMA_REDIS_PREFIX="tuma-bench:" \
 		TUMA_ADMIN_TOKEN="$TOKEN" TUMA_ACCESS_LOG=false TUMA_LOG_LEVEL=warn TUMA_BCRYPT_COST=6 \
-		TUMA_RATE_LIMIT_RPS=0 "$@" "$BIN" serve >"$OUT/server-$name.log" 2>&1 &
+		TUMA_RATE_LIMIT_RPS=0 TUMA_SIGNUP_LIMIT_PER_IP=0 TUMA_AUTH_LIMIT_PER_IP=0 "$@" "$BIN" serve >"$OUT/server-$name.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 120); do
 		if curl -fsS "$URL/readyz" >/dev/null 2>&1; then

@@ -30,6 +30,14 @@ type Account struct {
 	Verified     bool
 	CreatedAt    time.Time
 	BalanceCents int64 // from the wallet, for the user object
+	TokenVersion int64 // access tokens must carry it; a new password bumps it
+}
+
+// Access is what authenticating a request needs to know about an account: whether it may use
+// the API, and which access tokens are still good.
+type Access struct {
+	Status       string
+	TokenVersion int64
 }
 
 // Active reports whether the account may use the API.
@@ -50,12 +58,12 @@ type NewAccount struct {
 }
 
 const accountColumns = `a.id, a.email, a.password_hash, a.full_name, a.company_name, a.phone, a.business_type,
-	a.country, a.status, a.is_verified, a.created_at, coalesce(w.balance_cents, 0)`
+	a.country, a.status, a.is_verified, a.created_at, coalesce(w.balance_cents, 0), a.token_version`
 
 func scanAccount(row pgx.Row) (Account, error) {
 	var a Account
 	err := row.Scan(&a.ID, &a.Email, &a.PasswordHash, &a.FullName, &a.CompanyName, &a.Phone,
-		&a.BusinessType, &a.Country, &a.Status, &a.Verified, &a.CreatedAt, &a.BalanceCents)
+		&a.BusinessType, &a.Country, &a.Status, &a.Verified, &a.CreatedAt, &a.BalanceCents, &a.TokenVersion)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Account{}, ErrNotFound
 	}
@@ -123,31 +131,35 @@ func (s *Store) AccountByEmail(ctx context.Context, email string) (Account, erro
 	return a, err
 }
 
-// AccountByKeyHash resolves a live API key (by its SHA-256) to its account id and status.
-func (s *Store) AccountByKeyHash(ctx context.Context, keyHash []byte) (id uuid.UUID, status string, err error) {
-	err = s.pool.QueryRow(ctx, `
-		SELECT a.id, a.status FROM api_keys k JOIN accounts a ON a.id = k.account_id
-		WHERE k.key_hash = $1 AND k.revoked_at IS NULL`, keyHash).Scan(&id, &status)
+// AccountByKeyHash resolves a live API key (by its SHA-256) to its account id and access.
+func (s *Store) AccountByKeyHash(ctx context.Context, keyHash []byte) (uuid.UUID, Access, error) {
+	var (
+		id  uuid.UUID
+		acc Access
+	)
+	err := s.pool.QueryRow(ctx, `
+		SELECT a.id, a.status, a.token_version FROM api_keys k JOIN accounts a ON a.id = k.account_id
+		WHERE k.key_hash = $1 AND k.revoked_at IS NULL`, keyHash).Scan(&id, &acc.Status, &acc.TokenVersion)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, "", ErrNotFound
+		return uuid.Nil, Access{}, ErrNotFound
 	}
 	if err != nil {
-		return uuid.Nil, "", fmt.Errorf("account by key hash: %w", err)
+		return uuid.Nil, Access{}, fmt.Errorf("account by key hash: %w", err)
 	}
-	return id, status, nil
+	return id, acc, nil
 }
 
-// AccountStatus returns an account's status.
-func (s *Store) AccountStatus(ctx context.Context, id uuid.UUID) (string, error) {
-	var status string
-	err := s.pool.QueryRow(ctx, `SELECT status FROM accounts WHERE id = $1`, id).Scan(&status)
+// AccountAccess returns an account's status and token version.
+func (s *Store) AccountAccess(ctx context.Context, id uuid.UUID) (Access, error) {
+	var acc Access
+	err := s.pool.QueryRow(ctx, `SELECT status, token_version FROM accounts WHERE id = $1`, id).Scan(&acc.Status, &acc.TokenVersion)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
+		return Access{}, ErrNotFound
 	}
 	if err != nil {
-		return "", fmt.Errorf("account status: %w", err)
+		return Access{}, fmt.Errorf("account access: %w", err)
 	}
-	return status, nil
+	return acc, nil
 }
 
 // ProfileUpdate holds the profile fields to change; nil fields stay as they are.
@@ -179,19 +191,33 @@ func (s *Store) UpdateProfile(ctx context.Context, id uuid.UUID, u ProfileUpdate
 	return s.AccountByID(ctx, id)
 }
 
-// SetPassword replaces the password hash and revokes every refresh token of the account,
-// so sessions started with the old password end.
-func (s *Store) SetPassword(ctx context.Context, id uuid.UUID, hash string) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE accounts SET password_hash = $2, updated_at = now() WHERE id = $1`, id, hash)
-		if err != nil {
-			return fmt.Errorf("set password: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return ErrNotFound
+// SetPassword replaces the password hash, bumps the token version and revokes every refresh
+// token of the account, so sessions started with the old password end; it returns the
+// account's access to publish to the caches.
+func (s *Store) SetPassword(ctx context.Context, id uuid.UUID, hash string) (Access, error) {
+	var acc Access
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if acc, err = setPassword(ctx, tx, id, hash); err != nil {
+			return err
 		}
 		return revokeAccountTokens(ctx, tx, id)
 	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		err = fmt.Errorf("set password: %w", err)
+	}
+	return acc, err
+}
+
+// setPassword stores a new password hash and bumps the token version.
+func setPassword(ctx context.Context, tx pgx.Tx, id uuid.UUID, hash string) (Access, error) {
+	var acc Access
+	err := tx.QueryRow(ctx, `UPDATE accounts SET password_hash = $2, token_version = token_version + 1, updated_at = now()
+		WHERE id = $1 RETURNING status, token_version`, id, hash).Scan(&acc.Status, &acc.TokenVersion)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Access{}, ErrNotFound
+	}
+	return acc, err
 }
 
 // RotateAPIKey revokes the account's live key and stores a new one, returning the old key's

@@ -95,9 +95,9 @@ func TestRotateAPIKey(t *testing.T) {
 	if _, _, err := st.AccountByKeyHash(ctx, na.APIKeyHash); !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("old key lookup error = %v; want ErrNotFound", err)
 	}
-	id, status, err := st.AccountByKeyHash(ctx, newHash[:])
-	if err != nil || id != a.ID || status != persistence.StatusActive {
-		t.Errorf("new key lookup = %v, %q, %v; want %v active", id, status, err, a.ID)
+	id, acc, err := st.AccountByKeyHash(ctx, newHash[:])
+	if err != nil || id != a.ID || acc.Status != persistence.StatusActive {
+		t.Errorf("new key lookup = %v, %+v, %v; want %v active", id, acc, err, a.ID)
 	}
 }
 
@@ -188,8 +188,16 @@ func TestSetPasswordAndSuspensionEndSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := st.SetPassword(ctx, a.ID, "new-hash"); err != nil {
+	acc, err := st.SetPassword(ctx, a.ID, "new-hash")
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The token version is bumped with the password, so access tokens issued before stop.
+	if acc.TokenVersion != 1 || acc.Status != persistence.StatusActive {
+		t.Errorf("SetPassword = %+v; want active, token version 1", acc)
+	}
+	if got, err := st.AccountAccess(ctx, a.ID); err != nil || got != acc {
+		t.Errorf("AccountAccess = %+v, %v; want %+v", got, err, acc)
 	}
 	if _, err := st.RotateRefreshToken(ctx, h("s1"), h("s1b"), now, now.Add(time.Hour)); !errors.Is(err, persistence.ErrTokenInvalid) {
 		t.Errorf("refresh after password change error = %v; want ErrTokenInvalid", err)

@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,7 +38,7 @@ func queueEmail(ctx context.Context, tx pgx.Tx, e Email) error {
 func (s *Store) ClaimEmails(ctx context.Context, lease time.Duration, limit int) ([]Email, error) {
 	rows, err := s.pool.Query(ctx, `
 		UPDATE email_outbox o SET next_attempt_at = now() + $1::interval
-		FROM (SELECT id FROM email_outbox WHERE sent_at IS NULL AND next_attempt_at <= now()
+		FROM (SELECT id FROM email_outbox WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
 			ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED) due
 		WHERE o.id = due.id
 		RETURNING o.id, o.to_address, o.subject, o.text_body, o.html_body, o.purpose, o.attempts`, lease, limit)
@@ -65,11 +66,28 @@ func (s *Store) EmailSent(ctx context.Context, id uuid.UUID) error {
 	return nil
 }
 
-// EmailFailed records a failed attempt and tries again after `after`.
-func (s *Store) EmailFailed(ctx context.Context, id uuid.UUID, cause string, after time.Duration) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE email_outbox SET attempts = attempts + 1, last_error = $2, next_attempt_at = now() + $3::interval
-		WHERE id = $1`, id, cause, after); err != nil {
-		return fmt.Errorf("mark email failed: %w", err)
+// EmailFailed records a failed attempt and tries again after `after`, unless the email was
+// queued at least giveUp ago (0: never give up): then it is marked failed and never claimed
+// again, and gaveUp is true. Ages are by the database's clock, like the leases.
+func (s *Store) EmailFailed(ctx context.Context, id uuid.UUID, cause string, after, giveUp time.Duration) (gaveUp bool, err error) {
+	err = s.pool.QueryRow(ctx, `UPDATE email_outbox SET attempts = attempts + 1, last_error = $2,
+			next_attempt_at = now() + $3::interval,
+			failed_at = CASE WHEN $4::interval > '0' AND created_at <= now() - $4::interval THEN now() END
+		WHERE id = $1 RETURNING failed_at IS NOT NULL`, id, cause, after, giveUp).Scan(&gaveUp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // gone: nothing left to retry
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("mark email failed: %w", err)
+	}
+	return gaveUp, nil
+}
+
+// PendingEmails counts the emails neither delivered nor given up.
+func (s *Store) PendingEmails(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM email_outbox WHERE sent_at IS NULL AND failed_at IS NULL`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count pending emails: %w", err)
+	}
+	return n, nil
 }

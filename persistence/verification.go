@@ -30,6 +30,20 @@ func (e *WrongCodeError) Error() string {
 // MaxCodeAttempts is how many wrong codes lock a code.
 const MaxCodeAttempts = 5
 
+// CodeAttemptsWindow is the span of the account-wide cap on wrong codes.
+const CodeAttemptsWindow = 24 * time.Hour
+
+// CodeCapError is an account that entered its daily cap of wrong codes, across codes: no code
+// works (not even the right one) until the oldest of them is a day old. It is ErrCodeLocked.
+type CodeCapError struct{ RetryAfter time.Duration }
+
+func (e *CodeCapError) Error() string {
+	return fmt.Sprintf("too many wrong verification codes today (retry in %v)", e.RetryAfter)
+}
+
+// Is makes a capped account a locked code to callers that do not tell them apart.
+func (e *CodeCapError) Is(target error) bool { return target == ErrCodeLocked }
+
 // WelcomeBonusCents is the bonus on first verification: 5 SMS at the Starter price.
 const WelcomeBonusCents = 5 * 50
 
@@ -199,13 +213,30 @@ func (s *Store) SetVerificationCode(ctx context.Context, accountID uuid.UUID, c 
 
 // VerifyCode checks a code against the account's hash in constant time. A wrong code counts
 // an attempt (WrongCodeError); after MaxCodeAttempts the code is locked (ErrCodeLocked) even
-// for the right code, until a new one is requested.
-func (s *Store) VerifyCode(ctx context.Context, accountID uuid.UUID, hash []byte, now time.Time) (Verified, error) {
+// for the right code, until a new one is requested. Wrong codes also count against the
+// account: once dailyCap of them (0: no cap) fall within CodeAttemptsWindow, every code is
+// refused with a CodeCapError, so requesting new codes cannot buy unlimited guesses.
+func (s *Store) VerifyCode(ctx context.Context, accountID uuid.UUID, hash []byte, now time.Time, dailyCap int) (Verified, error) {
 	v := Verified{AccountID: accountID}
 	var wrong *WrongCodeError
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := lockUnverified(ctx, tx, accountID); err != nil {
 			return err
+		}
+		dayLeft := MaxCodeAttempts // a wrong code reports the fewer of the code's and the day's tries left
+		if dailyCap > 0 {
+			var (
+				failures int
+				oldest   *time.Time
+			)
+			if err := tx.QueryRow(ctx, `SELECT count(*), min(failed_at) FROM verification_code_failures
+				WHERE account_id = $1 AND failed_at > $2`, accountID, now.Add(-CodeAttemptsWindow)).Scan(&failures, &oldest); err != nil {
+				return err
+			}
+			if failures >= dailyCap {
+				return &CodeCapError{RetryAfter: oldest.Add(CodeAttemptsWindow).Sub(now)}
+			}
+			dayLeft = dailyCap - failures
 		}
 		var (
 			stored   []byte
@@ -230,7 +261,17 @@ func (s *Store) VerifyCode(ctx context.Context, accountID uuid.UUID, hash []byte
 			if _, err := tx.Exec(ctx, `UPDATE verification_codes SET attempts = $2 WHERE account_id = $1`, accountID, attempts); err != nil {
 				return err
 			}
-			wrong = &WrongCodeError{Remaining: MaxCodeAttempts - attempts}
+			if dailyCap > 0 {
+				if _, err := tx.Exec(ctx, `DELETE FROM verification_code_failures WHERE account_id = $1 AND failed_at <= $2`,
+					accountID, now.Add(-CodeAttemptsWindow)); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO verification_code_failures (account_id, failed_at) VALUES ($1, $2)`,
+					accountID, now); err != nil {
+					return err
+				}
+			}
+			wrong = &WrongCodeError{Remaining: min(MaxCodeAttempts-attempts, dayLeft-1)}
 			return nil // commit the counted attempt
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM verification_codes WHERE account_id = $1`, accountID); err != nil {
@@ -304,11 +345,15 @@ func (s *Store) AddPasswordReset(ctx context.Context, email string, tokenHash []
 }
 
 // ResetPassword spends a reset token (ErrTokenInvalid when unknown, used or older than its
-// expiry), sets the password and ends every session of the account.
-func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, passwordHash string, now time.Time) error {
+// expiry), sets the password, bumps the token version and ends every session of the account.
+// It returns the account and its access to publish to the caches.
+func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, passwordHash string, now time.Time) (uuid.UUID, Access, error) {
+	var (
+		id  uuid.UUID
+		acc Access
+	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
-			id      uuid.UUID
 			expires time.Time
 			used    *time.Time
 		)
@@ -324,13 +369,16 @@ func (s *Store) ResetPassword(ctx context.Context, tokenHash []byte, passwordHas
 		if _, err := tx.Exec(ctx, `UPDATE password_resets SET used_at = $2 WHERE account_id = $1 AND used_at IS NULL`, id, now); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE accounts SET password_hash = $2, updated_at = now() WHERE id = $1`, id, passwordHash); err != nil {
+		if acc, err = setPassword(ctx, tx, id, passwordHash); err != nil {
 			return err
 		}
 		return revokeAccountTokens(ctx, tx, id)
 	})
-	if err != nil && !errors.Is(err, ErrTokenInvalid) {
-		err = fmt.Errorf("reset password: %w", err)
+	if err != nil {
+		if !errors.Is(err, ErrTokenInvalid) {
+			err = fmt.Errorf("reset password: %w", err)
+		}
+		return uuid.Nil, Access{}, err
 	}
-	return err
+	return id, acc, nil
 }

@@ -50,11 +50,18 @@ type tokenPair struct {
 }
 
 func (s *Server) register(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	if err := s.authIPAllowed(ctx, rc); err != nil {
+		return err
+	}
 	if err := checkJSONContentType(rc); err != nil {
 		return err
 	}
 	r, err := parseRegistration(rc.PostBody(), s.Plan)
 	if err != nil {
+		return err
+	}
+	// After validation, so a typo does not spend the budget; before the password hash.
+	if err := s.signupAllowed(ctx, rc); err != nil {
 		return err
 	}
 	na := r.account
@@ -82,6 +89,9 @@ func (s *Server) register(ctx context.Context, rc *fasthttp.RequestCtx) error {
 }
 
 func (s *Server) login(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	if err := s.authIPAllowed(ctx, rc); err != nil {
+		return err
+	}
 	if err := checkJSONContentType(rc); err != nil {
 		return err
 	}
@@ -109,15 +119,15 @@ func (s *Server) login(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if !a.Active() {
 		return auth.ErrSuspended
 	}
-	pair, err := s.issueTokens(ctx, a.ID, uuid.Nil)
+	pair, err := s.issueTokens(ctx, a, uuid.Nil)
 	if err != nil {
 		return err
 	}
 	return writeJSON(rc, http.StatusOK, pair)
 }
 
-func (s *Server) issueTokens(ctx context.Context, accountID, family uuid.UUID) (tokenPair, error) {
-	access, err := s.Tokens.Issue(accountID)
+func (s *Server) issueTokens(ctx context.Context, a persistence.Account, family uuid.UUID) (tokenPair, error) {
+	access, err := s.Tokens.Issue(a.ID, a.TokenVersion)
 	if err != nil {
 		return tokenPair{}, err
 	}
@@ -125,13 +135,16 @@ func (s *Server) issueTokens(ctx context.Context, accountID, family uuid.UUID) (
 	if err != nil {
 		return tokenPair{}, err
 	}
-	if _, err := s.Accounts.CreateRefreshToken(ctx, accountID, family, hash, s.Now().Add(s.opts.RefreshTokenTTL)); err != nil {
+	if _, err := s.Accounts.CreateRefreshToken(ctx, a.ID, family, hash, s.Now().Add(s.opts.RefreshTokenTTL)); err != nil {
 		return tokenPair{}, err
 	}
 	return tokenPair{AccessToken: access, RefreshToken: refresh, TokenType: "bearer", ExpiresIn: int(auth.AccessTokenTTL.Seconds())}, nil
 }
 
 func (s *Server) refresh(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	if err := s.authIPAllowed(ctx, rc); err != nil {
+		return err
+	}
 	if err := checkJSONContentType(rc); err != nil {
 		return err
 	}
@@ -155,7 +168,7 @@ func (s *Server) refresh(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if !a.Active() {
 		return auth.ErrSuspended
 	}
-	access, err := s.Tokens.Issue(accountID)
+	access, err := s.Tokens.Issue(accountID, a.TokenVersion)
 	if err != nil {
 		return err
 	}
@@ -210,10 +223,13 @@ func (s *Server) changePassword(ctx context.Context, rc *fasthttp.RequestCtx) er
 	if err != nil {
 		return err
 	}
-	if err := s.Accounts.SetPassword(ctx, id, hash); err != nil {
+	acc, err := s.Accounts.SetPassword(ctx, id, hash)
+	if err != nil {
 		return err
 	}
-	return writeJSON(rc, http.StatusOK, message{Message: "password changed; other sessions have been signed out"})
+	// Access tokens issued before (this caller's too) stop working on every node at once.
+	s.Principals.SetAccountAccess(ctx, id.String(), acc.Status, acc.TokenVersion)
+	return writeJSON(rc, http.StatusOK, message{Message: "password changed; every session has been signed out, so sign in again with the new password (API keys keep working)"})
 }
 
 func (s *Server) rotateAPIKey(ctx context.Context, rc *fasthttp.RequestCtx) error {

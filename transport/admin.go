@@ -43,7 +43,7 @@ func (s *Server) setAccountStatus(status string) handler {
 		}
 		// Every node's cache learns at once, so the account's keys and tokens stop (or start)
 		// working everywhere on the next request.
-		s.Principals.SetAccountStatus(ctx, id.String(), status)
+		s.Principals.SetAccountAccess(ctx, id.String(), a.Status, a.TokenVersion)
 		return writeJSON(rc, http.StatusOK, adminAccountJSON{userJSON: newUserJSON(a), Status: a.Status})
 	}
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// httpMetrics are labelled by route template, never by raw path, so cardinality stays bounded.
+// httpMetrics are labelled by route template (never the raw path), a fixed set of methods and
+// the status code, so no client can create series at will.
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -47,6 +48,27 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// methodLabel maps a request method to a bounded label: the standard methods, else "other".
+func methodLabel(m []byte) string {
+	switch string(m) {
+	case "GET":
+		return "GET"
+	case "POST":
+		return "POST"
+	case "PUT":
+		return "PUT"
+	case "PATCH":
+		return "PATCH"
+	case "DELETE":
+		return "DELETE"
+	case "HEAD":
+		return "HEAD"
+	case "OPTIONS":
+		return "OPTIONS"
+	}
+	return "other"
 }
 
 func (m *httpMetrics) observe(route, method string, status int, d time.Duration) {

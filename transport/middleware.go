@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/netip"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -66,17 +67,18 @@ func (s *Server) wrap(method, route string, acc access, h handler) fasthttp.Requ
 			}
 			s.metrics.inFlight.Dec()
 			status := rc.Response.StatusCode()
-			m := method
-			if m == "" {
-				m = string(rc.Method())
-			}
 			elapsed := time.Since(start)
 			if rm != nil {
 				rm.observe(status, elapsed)
 			} else {
-				s.metrics.observe(route, m, status, elapsed)
+				// Unmatched routes see any method a client invents: label only a fixed set.
+				s.metrics.observe(route, methodLabel(rc.Method()), status, elapsed)
 			}
 			if s.opts.AccessLog {
+				m := method
+				if m == "" {
+					m = string(rc.Method())
+				}
 				attrs := []slog.Attr{
 					slog.String("request_id", reqID), slog.String("method", m), slog.String("route", route),
 					slog.String("path", string(rc.Path())), slog.Int("status", status),
@@ -151,17 +153,63 @@ func (s *Server) checkAdmin(rc *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// clientIP is the peer address, or the first X-Forwarded-For hop when configured to trust it.
+// clientIP is the address rate limits and logs attribute a request to (see clientAddr).
 func (s *Server) clientIP(rc *fasthttp.RequestCtx) string {
-	if s.opts.TrustForwardedFor {
-		if xff := rc.Request.Header.Peek("X-Forwarded-For"); len(xff) > 0 {
-			first, _, _ := strings.Cut(string(xff), ",")
-			if ip := strings.TrimSpace(first); ip != "" {
-				return ip
+	peer, ok := netip.AddrFromSlice(rc.RemoteIP())
+	if !ok {
+		return rc.RemoteIP().String()
+	}
+	if len(s.opts.TrustedProxies) == 0 {
+		return peer.Unmap().String()
+	}
+	return clientAddr(peer, rc.Request.Header.PeekAll("X-Forwarded-For"), s.opts.TrustedProxies).String()
+}
+
+// clientAddr finds the client behind trusted proxies. X-Forwarded-For is believed only when
+// the peer is a trusted proxy, and then only from the right: each proxy appends the address
+// it was reached from, so every hop left of the first untrusted one may be forged by the
+// client. A malformed hop ends the walk at the last trusted proxy, which is what reached us.
+func clientAddr(peer netip.Addr, xff [][]byte, trusted []netip.Prefix) netip.Addr {
+	last := peer.Unmap()
+	if !isTrusted(last, trusted) {
+		return last
+	}
+	for i := len(xff) - 1; i >= 0; i-- {
+		hops := strings.Split(string(xff[i]), ",")
+		for j := len(hops) - 1; j >= 0; j-- {
+			hop, ok := parseHop(hops[j])
+			if !ok {
+				return last
 			}
+			if !isTrusted(hop, trusted) {
+				return hop
+			}
+			last = hop
 		}
 	}
-	return rc.RemoteIP().String()
+	return last // every hop is a trusted proxy
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseHop reads one X-Forwarded-For entry: an address, or an address with a port as some
+// proxies write it.
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil && ap.Addr().Zone() == "" {
+		return ap.Addr().Unmap(), true
+	}
+	return netip.Addr{}, false
 }
 
 // requestIDs hands out ids unique to this process: a random prefix and a counter.

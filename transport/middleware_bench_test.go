@@ -39,7 +39,7 @@ func BenchmarkAuthMiddlewareAPIKey(b *testing.B) {
 	reg := prometheus.NewRegistry()
 	tokens := auth.NewTokens([]byte("0123456789abcdef0123456789abcdef"), nil)
 	s, err := New(Options{}, Deps{Log: log, Registerer: reg, Gatherer: reg,
-		Auth: auth.NewAuthenticator(st, principals, tokens), Limiter: redis.NewLimiter(rc)})
+		Auth: auth.NewAuthenticator(st, principals, tokens), Limiter: redis.NewLimiter(rc, 0)})
 	if err != nil {
 		b.Fatal(err)
 	}

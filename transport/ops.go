@@ -106,6 +106,17 @@ func (s *Server) WatchDependencies(ctx context.Context, every time.Duration) {
 // rates measured between scrapes are exact however late a scrape was answered.
 const MetricsTimeHeader = "X-Tuma-Metrics-Time"
 
+// publicMetrics is /metrics on the API port, unless TUMA_METRICS_ADDR moved it.
+func (s *Server) publicMetrics() handler {
+	metrics := s.metricsHandler()
+	return func(ctx context.Context, rc *fasthttp.RequestCtx) error {
+		if s.opts.MetricsElsewhere {
+			return notFound("no route matches this path")
+		}
+		return metrics(ctx, rc)
+	}
+}
+
 func (s *Server) metricsHandler() handler {
 	opts := promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slogPrintln{s.Log}}
 	return func(_ context.Context, rc *fasthttp.RequestCtx) error {

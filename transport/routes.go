@@ -28,7 +28,7 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/sms/send", authed, s.send)
 	s.handle("GET", "/sms/messages", authed, s.listMessages)
 	s.handle("GET", "/sms/messages/{id}", authed, s.getMessage)
-	s.handle("GET", "/sms/delivery/{provider_message_id}", authed, s.delivery)
+	s.handle("GET", "/sms/delivery/{provider_message_id}", authed, s.deliveryBudget(s.delivery))
 	s.handle("GET", "/sms/stats", authed, s.stats)
 
 	// Wallet and pricing.
@@ -62,8 +62,11 @@ func (s *Server) registerRoutes() {
 	// Operations.
 	s.handle("GET", "/healthz", public, s.healthz)
 	s.handle("GET", "/readyz", public, s.readyz)
-	s.handle("GET", "/metrics", public, s.metricsHandler())
+	s.handle("GET", "/metrics", public, s.publicMetrics())
 	s.handle("GET", "/openapi.json", public, s.openAPI)
 	s.handle("GET", "/docs", public, s.docs)
 	s.handle("GET", "/docs/{filepath:*}", public, s.docsAssets())
+	// Profiles, to operators (TUMA_PPROF; 404 unless on). Public access: the handler checks
+	// the option before the token, so the route reveals nothing while it is off.
+	s.handle("GET", "/debug/pprof/{path:*}", public, s.pprof())
 }

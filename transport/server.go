@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -29,22 +30,28 @@ import (
 	"github.com/tuma-sms/tuma/transport/payments"
 )
 
-// Options configures the front door.
+// Options configures the front door. A zero Rate turns its limit off.
 type Options struct {
-	PublicURL         string        // base URL clients reach us at
-	DashboardURL      string        // where browser flows (verification, payments) land
-	MaxBodyBytes      int           // larger bodies get 413
-	RequestTimeout    time.Duration // bounds each request's work (database, Redis, actors)
-	AccessLog         bool          // log every request
-	TrustForwardedFor bool          // take the client IP from X-Forwarded-For (behind a proxy only)
-	AccountRate       redis.Rate    // per-account API rate limit
-	LoginRatePerEmail redis.Rate    // login attempts per email
-	LoginRatePerIP    redis.Rate    // login attempts per client IP
-	RefreshTokenTTL   time.Duration
-	AdminToken        string // empty: the admin API answers 404
-	CodeSecret        []byte // keys the hashes of verification codes
-	EmailRatePerAddr  redis.Rate
-	EmailRatePerIP    redis.Rate
+	PublicURL          string         // base URL clients reach us at
+	DashboardURL       string         // where browser flows (verification, payments) land
+	MaxBodyBytes       int            // larger bodies get 413
+	RequestTimeout     time.Duration  // bounds each request's work (database, Redis, actors)
+	AccessLog          bool           // log every request
+	TrustedProxies     []netip.Prefix // peers whose X-Forwarded-For is believed (see clientAddr)
+	AccountRate        redis.Rate     // per-account API rate limit
+	LoginRatePerEmail  redis.Rate     // login attempts per email
+	LoginRatePerIP     redis.Rate     // login attempts per client IP
+	AuthRatePerIP      redis.Rate     // unauthenticated auth endpoints per client IP, before any hashing
+	SignupRatePerIP    redis.Rate     // registrations per client IP
+	CodeAttemptsPerDay int            // wrong verification codes per account in 24 h, across codes (0: no cap)
+	DeliveryRate       redis.Rate     // live carrier status checks per account
+	RefreshTokenTTL    time.Duration
+	AdminToken         string // empty: the admin API answers 404
+	CodeSecret         []byte // keys the hashes of verification codes
+	EmailRatePerAddr   redis.Rate
+	EmailRatePerIP     redis.Rate
+	MetricsElsewhere   bool // /metrics is served by the internal listener (InternalHandler), not here
+	Pprof              bool // serve /debug/pprof/* here, behind the admin token
 }
 
 // Accounts is what the account endpoints need from the store.
@@ -53,7 +60,7 @@ type Accounts interface {
 	AccountByID(ctx context.Context, id uuid.UUID) (persistence.Account, error)
 	AccountByEmail(ctx context.Context, email string) (persistence.Account, error)
 	UpdateProfile(ctx context.Context, id uuid.UUID, u persistence.ProfileUpdate) (persistence.Account, error)
-	SetPassword(ctx context.Context, id uuid.UUID, hash string) error
+	SetPassword(ctx context.Context, id uuid.UUID, hash string) (persistence.Access, error)
 	RotateAPIKey(ctx context.Context, id uuid.UUID, newHash []byte, prefix string) ([]byte, error)
 	SetStatus(ctx context.Context, id uuid.UUID, status string) (persistence.Account, error)
 	CreateRefreshToken(ctx context.Context, accountID, familyID uuid.UUID, hash []byte, expiresAt time.Time) (uuid.UUID, error)
@@ -70,7 +77,7 @@ type Idempotency interface {
 // Principals publishes credential changes to every node's cache.
 type Principals interface {
 	RevokeKey(ctx context.Context, hash []byte)
-	SetAccountStatus(ctx context.Context, accountID, status string)
+	SetAccountAccess(ctx context.Context, accountID, status string, tokenVersion int64)
 }
 
 // Limiter takes tokens from named buckets.
@@ -229,7 +236,7 @@ func (s *Server) transportError(rc *fasthttp.RequestCtx, err error) {
 	} else {
 		p = newProblem(http.StatusBadRequest, "malformed_request", "the HTTP request could not be parsed")
 	}
-	s.metrics.requests.WithLabelValues("unparsed", "", fmt.Sprint(p.Status)).Inc()
+	s.metrics.requests.WithLabelValues("unparsed", "other", fmt.Sprint(p.Status)).Inc()
 	writeProblem(rc, p)
 }
 

@@ -35,10 +35,10 @@ type Verification interface {
 	AddVerificationLink(ctx context.Context, accountID uuid.UUID, l persistence.NewLink) error
 	VerifyLink(ctx context.Context, tokenHash []byte, now time.Time) (persistence.Verified, error)
 	SetVerificationCode(ctx context.Context, accountID uuid.UUID, c func(email string) persistence.NewCode) error
-	VerifyCode(ctx context.Context, accountID uuid.UUID, hash []byte, now time.Time) (persistence.Verified, error)
+	VerifyCode(ctx context.Context, accountID uuid.UUID, hash []byte, now time.Time, dailyCap int) (persistence.Verified, error)
 	ChangePendingEmail(ctx context.Context, accountID uuid.UUID, email string, link persistence.NewLink, code persistence.NewCode) error
 	AddPasswordReset(ctx context.Context, email string, tokenHash []byte, expires time.Time, mail func(name string) persistence.Email) (bool, error)
-	ResetPassword(ctx context.Context, tokenHash []byte, passwordHash string, now time.Time) error
+	ResetPassword(ctx context.Context, tokenHash []byte, passwordHash string, now time.Time) (uuid.UUID, persistence.Access, error)
 }
 
 // Mailer wakes the outbox after a request queued mail.
@@ -150,9 +150,15 @@ func (s *Server) verifyCode(ctx context.Context, rc *fasthttp.RequestCtx) error 
 		return err
 	}
 	id := principal(rc).AccountID
-	v, err := s.Verify.VerifyCode(ctx, id, s.codeHash(id, code), s.Now())
-	var wrong *persistence.WrongCodeError
+	v, err := s.Verify.VerifyCode(ctx, id, s.codeHash(id, code), s.Now(), s.opts.CodeAttemptsPerDay)
+	var (
+		wrong  *persistence.WrongCodeError
+		capped *persistence.CodeCapError
+	)
 	switch {
+	case errors.As(err, &capped):
+		return tooManyRequests("code_locked", "too many wrong codes for this account today; try again later",
+			int(math.Ceil(capped.RetryAfter.Seconds())))
 	case errors.As(err, &wrong):
 		p := newProblem(http.StatusBadRequest, "invalid_code", "the code is wrong")
 		p.Extra = map[string]any{"attempts_remaining": wrong.Remaining}
@@ -178,6 +184,9 @@ func (s *Server) verifyCode(ctx context.Context, rc *fasthttp.RequestCtx) error 
 // publicEmail reads the {"email"} body of the public email endpoints, within the client's
 // budget of them.
 func (s *Server) publicEmail(ctx context.Context, rc *fasthttp.RequestCtx) (string, error) {
+	if err := s.authIPAllowed(ctx, rc); err != nil {
+		return "", err
+	}
 	if err := s.ipAllowed(ctx, rc); err != nil {
 		return "", err
 	}
@@ -239,6 +248,9 @@ func (s *Server) changePendingEmail(ctx context.Context, rc *fasthttp.RequestCtx
 	if a.Verified {
 		return conflict("already_verified", "this account's email is already verified; it cannot be changed here")
 	}
+	if err := s.pendingEmailAllowed(ctx, id.String(), email); err != nil {
+		return err
+	}
 	link, err := s.newLink(email, a.FullName)
 	if err != nil {
 		return err
@@ -286,6 +298,9 @@ func (s *Server) forgotPassword(ctx context.Context, rc *fasthttp.RequestCtx) er
 }
 
 func (s *Server) resetPassword(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	if err := s.authIPAllowed(ctx, rc); err != nil {
+		return err
+	}
 	if err := checkJSONContentType(rc); err != nil {
 		return err
 	}
@@ -297,12 +312,14 @@ func (s *Server) resetPassword(ctx context.Context, rc *fasthttp.RequestCtx) err
 	if err != nil {
 		return err
 	}
-	err = s.Verify.ResetPassword(ctx, auth.HashSecret(in.token), hash, s.Now())
+	id, acc, err := s.Verify.ResetPassword(ctx, auth.HashSecret(in.token), hash, s.Now())
 	if errors.Is(err, persistence.ErrTokenInvalid) {
 		return badRequest("invalid_token", "the reset token is invalid, used or expired: ask for a new one")
 	}
 	if err != nil {
 		return err
 	}
+	// Access tokens issued before the reset stop working on every node at once.
+	s.Principals.SetAccountAccess(ctx, id.String(), acc.Status, acc.TokenVersion)
 	return writeJSON(rc, http.StatusOK, message{Message: "Your password has been changed; sign in with the new one."})
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/tuma-sms/tuma/persistence/lru"
 )
 
 // Rate is a token bucket: Burst tokens at most, refilled at PerSecond.
@@ -52,12 +54,14 @@ return {allowed, retry}
 type Limiter struct {
 	c      *Client
 	script *rueidis.Lua
-	local  localBuckets
+	local  *localBuckets
 }
 
-// NewLimiter returns a limiter on c.
-func NewLimiter(c *Client) *Limiter {
-	return &Limiter{c: c, script: rueidis.NewLuaScript(tokenBucket), local: localBuckets{m: map[string]*bucket{}}}
+// NewLimiter returns a limiter on c. localKeys caps the per-process buckets kept while Redis
+// is down (0: no cap): every key is outside input (client IPs, emails), so without a cap an
+// outage would let anyone grow this map at will.
+func NewLimiter(c *Client, localKeys int) *Limiter {
+	return &Limiter{c: c, script: rueidis.NewLuaScript(tokenBucket), local: newLocalBuckets(localKeys)}
 }
 
 // Allow takes one token from the bucket named key.
@@ -79,33 +83,45 @@ func (l *Limiter) Allow(ctx context.Context, key string, r Rate) Decision {
 	return l.local.allow(k, r, time.Now())
 }
 
+// LocalBuckets is how many per-process fallback buckets are held (for tests and debugging).
+func (l *Limiter) LocalBuckets() int {
+	l.local.mu.Lock()
+	defer l.local.mu.Unlock()
+	return l.local.m.Len()
+}
+
 type bucket struct {
 	tokens float64
 	at     time.Time
 }
 
+// localBuckets are the per-process fallback buckets, least recently used dropped first. A
+// dropped bucket starts full again, which only ever errs towards allowing.
 type localBuckets struct {
 	mu       sync.Mutex
-	m        map[string]*bucket
+	m        *lru.Cache[string, *bucket]
 	lastTidy time.Time
+}
+
+func newLocalBuckets(max int) *localBuckets {
+	return &localBuckets{m: lru.New[string, *bucket](max)}
 }
 
 func (lb *localBuckets) allow(key string, r Rate, now time.Time) Decision {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	if now.Sub(lb.lastTidy) > time.Minute {
-		// A bucket idle long enough to be full again carries no state worth keeping.
-		for k, b := range lb.m {
-			if now.Sub(b.at) > time.Hour {
-				delete(lb.m, k)
-			}
+		// A bucket idle long enough to be full again carries no state worth keeping; the
+		// oldest are at the back.
+		for k, b, ok := lb.m.Oldest(); ok && now.Sub(b.at) > time.Hour; k, b, ok = lb.m.Oldest() {
+			lb.m.Remove(k)
 		}
 		lb.lastTidy = now
 	}
-	b, ok := lb.m[key]
+	b, ok := lb.m.Get(key)
 	if !ok {
 		b = &bucket{tokens: float64(r.Burst), at: now}
-		lb.m[key] = b
+		lb.m.Add(key, b)
 	}
 	if el := now.Sub(b.at).Seconds(); el > 0 {
 		b.tokens = math.Min(float64(r.Burst), b.tokens+el*r.PerSecond)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,7 +73,10 @@ func NewPrincipals(c *Client, ttl time.Duration) *Principals {
 }
 
 func (p *Principals) keyKey(hash []byte) string { return p.c.Key("key", hex.EncodeToString(hash)) }
-func (p *Principals) acctKey(id string) string  { return p.c.Key("acct", id) }
+
+// acctKey holds "status:token version"; named apart from the status-only values of older
+// releases, which a rolling upgrade may still find in Redis.
+func (p *Principals) acctKey(id string) string { return p.c.Key("access", id) }
 
 // KeyAccount returns the account id for an API key hash. hit is false when the cache cannot
 // answer (miss, Redis down) and the caller must ask the database; found is false for a key
@@ -113,31 +118,54 @@ func (p *Principals) RevokeKey(ctx context.Context, hash []byte) {
 	p.set(ctx, k, tombstone, p.ttl)
 }
 
-// AccountStatus returns the cached status of an account.
-func (p *Principals) AccountStatus(ctx context.Context, accountID string) (status string, hit bool) {
+// AccountAccess returns the cached status of an account and the version its access tokens
+// must carry (bumped when the password changes), so a bearer token is checked without a
+// database query. hit is false when the caller must ask the database.
+func (p *Principals) AccountAccess(ctx context.Context, accountID string) (status string, tokenVersion int64, hit bool) {
 	rc := p.live()
 	if rc == nil {
-		return "", false
+		return "", 0, false
 	}
 	l := p.lookupFor(rc, "a"+accountID, func() string { return p.acctKey(accountID) })
-	if v, ok := p.heldValue(l.key); ok {
-		return v, true
+	v, ok := p.heldValue(l.key)
+	if !ok {
+		if v, ok = p.get(ctx, rc, l.cmd); !ok {
+			return "", 0, false
+		}
 	}
-	return p.get(ctx, rc, l.cmd)
+	return decodeAccess(v)
 }
 
-// FillAccountStatus records the database's status for an account, unless a newer one is cached.
-func (p *Principals) FillAccountStatus(ctx context.Context, accountID, status string) {
-	p.setNX(ctx, p.acctKey(accountID), status, p.ttl)
+// FillAccountAccess records the database's answer for an account, unless a newer one is cached.
+func (p *Principals) FillAccountAccess(ctx context.Context, accountID, status string, tokenVersion int64) {
+	p.setNX(ctx, p.acctKey(accountID), encodeAccess(status, tokenVersion), p.ttl)
 }
 
-// SetAccountStatus publishes a status change (suspend, reactivate) to every node.
-func (p *Principals) SetAccountStatus(ctx context.Context, accountID, status string) {
-	k := p.acctKey(accountID)
+// SetAccountAccess publishes a change (suspend, reactivate, a new password) to every node.
+func (p *Principals) SetAccountAccess(ctx context.Context, accountID, status string, tokenVersion int64) {
+	k, v := p.acctKey(accountID), encodeAccess(status, tokenVersion)
 	p.mu.Lock()
-	p.held[k] = held{val: status, until: time.Now().Add(localHold)}
+	p.held[k] = held{val: v, until: time.Now().Add(localHold)}
 	p.mu.Unlock()
-	p.set(ctx, k, status, p.ttl)
+	p.set(ctx, k, v, p.ttl)
+}
+
+// encodeAccess writes "status:version"; anything else read back is a miss, so a value of
+// another format (an older release's) is simply asked for again.
+func encodeAccess(status string, tokenVersion int64) string {
+	return status + ":" + strconv.FormatInt(tokenVersion, 10)
+}
+
+func decodeAccess(v string) (status string, tokenVersion int64, ok bool) {
+	status, ver, found := strings.Cut(v, ":")
+	if !found || status == "" {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(ver, 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return status, n, true
 }
 
 type held struct {

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -66,32 +67,38 @@ func TestRevocationReachesEveryNode(t *testing.T) {
 	}
 }
 
-func TestAccountStatusPublish(t *testing.T) {
+func TestAccountAccessPublish(t *testing.T) {
 	url, prefix := redistest.URL(t), redistest.Prefix()
 	ctx := context.Background()
 	nodeA := redis.NewPrincipals(newClient(t, url, prefix), time.Minute)
 	nodeB := redis.NewPrincipals(newClient(t, url, prefix), time.Minute)
-	nodeA.FillAccountStatus(ctx, "acct-2", "active")
-	eventually(t, "status cached", func() bool { s, hit := nodeA.AccountStatus(ctx, "acct-2"); return hit && s == "active" })
-	nodeB.FillAccountStatus(ctx, "acct-2", "active")
-	eventually(t, "status cached on B", func() bool { s, hit := nodeB.AccountStatus(ctx, "acct-2"); return hit && s == "active" })
-	nodeB.SetAccountStatus(ctx, "acct-2", "suspended")
+	is := func(p *redis.Principals, status string, version int64) func() bool {
+		return func() bool { s, v, hit := p.AccountAccess(ctx, "acct-2"); return hit && s == status && v == version }
+	}
+	nodeA.FillAccountAccess(ctx, "acct-2", "active", 0)
+	eventually(t, "access cached", is(nodeA, "active", 0))
+	nodeB.FillAccountAccess(ctx, "acct-2", "active", 0)
+	eventually(t, "access cached on B", is(nodeB, "active", 0))
+	nodeB.SetAccountAccess(ctx, "acct-2", "suspended", 0)
 	// The publishing node sees its own change at once, before Redis's invalidation reaches it.
-	if s, hit := nodeB.AccountStatus(ctx, "acct-2"); !hit || s != "suspended" {
+	if s, _, hit := nodeB.AccountAccess(ctx, "acct-2"); !hit || s != "suspended" {
 		t.Fatalf("publishing node reads %q (hit %v) right after the change; want suspended", s, hit)
 	}
-	eventually(t, "suspension seen by node A", func() bool { s, hit := nodeA.AccountStatus(ctx, "acct-2"); return hit && s == "suspended" })
-	nodeA.FillAccountStatus(ctx, "acct-2", "active") // stale fill must not win
-	if s, _ := nodeB.AccountStatus(ctx, "acct-2"); s != "suspended" {
+	eventually(t, "suspension seen by node A", is(nodeA, "suspended", 0))
+	nodeA.FillAccountAccess(ctx, "acct-2", "active", 0) // stale fill must not win
+	if s, _, _ := nodeB.AccountAccess(ctx, "acct-2"); s != "suspended" {
 		t.Fatalf("status after stale fill = %q; want suspended", s)
 	}
+	// A new password bumps the token version: every node learns it.
+	nodeA.SetAccountAccess(ctx, "acct-2", "active", 1)
+	eventually(t, "new token version seen by node B", is(nodeB, "active", 1))
 }
 
 func TestLimiterSharedBucket(t *testing.T) {
 	url, prefix := redistest.URL(t), redistest.Prefix()
 	ctx := context.Background()
-	a := redis.NewLimiter(newClient(t, url, prefix))
-	b := redis.NewLimiter(newClient(t, url, prefix))
+	a := redis.NewLimiter(newClient(t, url, prefix), 0)
+	b := redis.NewLimiter(newClient(t, url, prefix), 0)
 	r := redis.Rate{PerSecond: 0.5, Burst: 10}
 	allowed := 0
 	var last redis.Decision
@@ -116,13 +123,42 @@ func TestLimiterSharedBucket(t *testing.T) {
 	}
 }
 
+// TestLocalBucketsAreBounded: while Redis is down every key (client IPs, emails: outside
+// input) gets an in-process bucket; past the cap the least recently used is dropped.
+func TestLocalBucketsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t, "redis://127.0.0.1:1/0", redistest.Prefix()) // nothing listens there
+	if c.Available() {
+		t.Fatal("redis on port 1 is available; want it down")
+	}
+	l := redis.NewLimiter(c, 2)
+	r := redis.Rate{PerSecond: 0.001, Burst: 1}
+	if !l.Allow(ctx, "ip:a", r).Allowed || l.Allow(ctx, "ip:a", r).Allowed {
+		t.Fatal("bucket a: want one request allowed, then refused")
+	}
+	l.Allow(ctx, "ip:b", r)
+	l.Allow(ctx, "ip:c", r) // a is now the least recently used of three: dropped
+	if l.LocalBuckets() != 2 {
+		t.Errorf("LocalBuckets() = %d; want 2 (the cap)", l.LocalBuckets())
+	}
+	if !l.Allow(ctx, "ip:a", r).Allowed {
+		t.Error("bucket a was kept beyond the cap; want it dropped (and so full again)")
+	}
+	for i := range 1000 {
+		l.Allow(ctx, fmt.Sprintf("ip:%d", i), r)
+	}
+	if l.LocalBuckets() != 2 {
+		t.Errorf("after 1000 keys LocalBuckets() = %d; want 2", l.LocalBuckets())
+	}
+}
+
 func TestFallbacksWhenRedisDies(t *testing.T) {
 	srv := redistest.StartServer(t)
 	ctx := context.Background()
 	c := newClient(t, srv.URL, redistest.Prefix())
 	eventually(t, "redis available", c.Available)
 	p := redis.NewPrincipals(c, time.Minute)
-	l := redis.NewLimiter(c)
+	l := redis.NewLimiter(c, 0)
 	hash := sha256.Sum256([]byte("k"))
 	p.FillKey(ctx, hash[:], "acct")
 	eventually(t, "fill visible", func() bool { _, found, _ := p.KeyAccount(ctx, hash[:]); return found })

@@ -40,34 +40,45 @@ func NewTokens(secret []byte, now func() time.Time) *Tokens {
 	}
 }
 
-// Issue returns a signed access token for the account.
-func (t *Tokens) Issue(accountID uuid.UUID) (string, error) {
+// claims are an access token's: the registered ones plus the account's token version at
+// issue, so a new password (which bumps the version) ends every token issued before it.
+type claims struct {
+	jwt.RegisteredClaims
+	TokenVersion int64 `json:"tv,omitempty"`
+}
+
+// Issue returns a signed access token for the account at its current token version.
+func (t *Tokens) Issue(accountID uuid.UUID, tokenVersion int64) (string, error) {
 	now := t.now()
-	claims := jwt.RegisteredClaims{
-		Issuer:    issuer,
-		Subject:   accountID.String(),
-		IssuedAt:  jwt.NewNumericDate(now),
-		ExpiresAt: jwt.NewNumericDate(now.Add(AccessTokenTTL)),
+	c := claims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    issuer,
+			Subject:   accountID.String(),
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(now.Add(AccessTokenTTL)),
+		},
+		TokenVersion: tokenVersion,
 	}
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(t.secret)
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(t.secret)
 	if err != nil {
 		return "", fmt.Errorf("sign access token: %w", err)
 	}
 	return s, nil
 }
 
-// Verify checks signature, algorithm, issuer and expiry and returns the account id.
-func (t *Tokens) Verify(token string) (uuid.UUID, error) {
-	var claims jwt.RegisteredClaims
-	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
+// Verify checks signature, algorithm, issuer and expiry and returns the account id and the
+// token version the token was issued at (0 for tokens issued before versions existed).
+func (t *Tokens) Verify(token string) (uuid.UUID, int64, error) {
+	var c claims
+	_, err := t.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil })
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+		return uuid.Nil, 0, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
-	id, err := uuid.Parse(claims.Subject)
+	id, err := uuid.Parse(c.Subject)
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("%w: bad subject", ErrUnauthenticated)
+		return uuid.Nil, 0, fmt.Errorf("%w: bad subject", ErrUnauthenticated)
 	}
-	return id, nil
+	return id, c.TokenVersion, nil
 }
 
 // Errors of authentication.

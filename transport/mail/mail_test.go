@@ -58,7 +58,10 @@ func TestMessagesEscapeNamesInHTML(t *testing.T) {
 }
 
 func TestOutboxBackoffDoublesUpToTheCap(t *testing.T) {
-	o := NewOutbox(nil, nil, OutboxOptions{RetryMin: time.Second, RetryMax: 10 * time.Second}, nil)
+	o, err := NewOutbox(nil, nil, OutboxOptions{RetryMin: time.Second, RetryMax: 10 * time.Second}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
 	for attempts, w := range want {
 		if got := o.backoff(attempts); got != w {

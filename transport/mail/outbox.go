@@ -2,11 +2,13 @@ package mail
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tuma-sms/tuma/persistence"
 )
@@ -15,7 +17,8 @@ import (
 type Store interface {
 	ClaimEmails(ctx context.Context, lease time.Duration, limit int) ([]persistence.Email, error)
 	EmailSent(ctx context.Context, id uuid.UUID) error
-	EmailFailed(ctx context.Context, id uuid.UUID, cause string, after time.Duration) error
+	EmailFailed(ctx context.Context, id uuid.UUID, cause string, after, giveUp time.Duration) (gaveUp bool, err error)
+	PendingEmails(ctx context.Context) (int64, error)
 }
 
 // OutboxOptions tunes delivery.
@@ -23,6 +26,7 @@ type OutboxOptions struct {
 	Poll     time.Duration // how often to look for due mail when not woken (5s)
 	RetryMin time.Duration // first retry delay; it doubles per attempt (5s)
 	RetryMax time.Duration // longest retry delay (10m)
+	GiveUp   time.Duration // an email queued this long ago is marked failed at its next failure (0: never)
 }
 
 // Outbox delivers queued emails with retries and back-off. Requests never wait for mail:
@@ -33,10 +37,14 @@ type Outbox struct {
 	log    *slog.Logger
 	opts   OutboxOptions
 	wake   chan struct{}
+
+	sent, failed, retries prometheus.Counter
+	pending               prometheus.Gauge
 }
 
-// NewOutbox returns an outbox; call Run to start delivering.
-func NewOutbox(store Store, sender Sender, opts OutboxOptions, log *slog.Logger) *Outbox {
+// NewOutbox returns an outbox whose metrics are registered on reg (nil: not exported); call
+// Run to start delivering.
+func NewOutbox(store Store, sender Sender, opts OutboxOptions, log *slog.Logger, reg prometheus.Registerer) (*Outbox, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = 5 * time.Second
 	}
@@ -46,7 +54,24 @@ func NewOutbox(store Store, sender Sender, opts OutboxOptions, log *slog.Logger)
 	if opts.RetryMax < opts.RetryMin {
 		opts.RetryMax = max(10*time.Minute, opts.RetryMin)
 	}
-	return &Outbox{store: store, sender: sender, log: log, opts: opts, wake: make(chan struct{}, 1)}
+	o := &Outbox{store: store, sender: sender, log: log, opts: opts, wake: make(chan struct{}, 1),
+		sent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "mail", Name: "sent_total",
+			Help: "Emails delivered to the mail server."}),
+		failed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "mail", Name: "failed_total",
+			Help: "Emails given up on after TUMA_MAIL_GIVE_UP of failed attempts (marked failed, never retried)."}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "mail", Name: "retries_total",
+			Help: "Failed delivery attempts that will be retried."}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "mail", Name: "outbox_pending",
+			Help: "Emails queued and neither delivered nor given up, as of the outbox's last poll."}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{o.sent, o.failed, o.retries, o.pending} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("register mail metrics: %w", err)
+			}
+		}
+	}
+	return o, nil
 }
 
 // Wake makes the outbox look for mail now.
@@ -67,6 +92,7 @@ func (o *Outbox) Run(ctx context.Context) {
 	for {
 		for o.deliverDue(ctx) {
 		}
+		o.countPending(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -92,19 +118,48 @@ func (o *Outbox) deliverDue(ctx context.Context) bool {
 		cancel()
 		// Bookkeeping must not be lost to a shutdown that starts mid-send.
 		bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err != nil {
-			after := o.backoff(e.Attempts)
-			o.log.Warn("email not delivered; will retry", slog.String("to", e.To), slog.String("purpose", e.Purpose),
-				slog.Int("attempt", e.Attempts+1), slog.Duration("retry_in", after), slog.Any("error", err))
-			if ferr := o.store.EmailFailed(bctx, e.ID, err.Error(), after); ferr != nil {
-				o.log.Error("record email failure", slog.Any("error", ferr))
+		switch {
+		case err != nil:
+			o.failedAttempt(bctx, e, err)
+		default:
+			o.sent.Inc()
+			if serr := o.store.EmailSent(bctx, e.ID); serr != nil {
+				o.log.Error("record email sent", slog.Any("error", serr))
 			}
-		} else if serr := o.store.EmailSent(bctx, e.ID); serr != nil {
-			o.log.Error("record email sent", slog.Any("error", serr))
 		}
 		bcancel()
 	}
 	return len(emails) == batch && ctx.Err() == nil
+}
+
+// failedAttempt schedules a retry, or records that the email is given up on.
+func (o *Outbox) failedAttempt(ctx context.Context, e persistence.Email, cause error) {
+	after := o.backoff(e.Attempts)
+	gaveUp, err := o.store.EmailFailed(ctx, e.ID, cause.Error(), after, o.opts.GiveUp)
+	if err != nil {
+		o.log.Error("record email failure", slog.Any("error", err))
+		return
+	}
+	attrs := []any{slog.String("to", e.To), slog.String("purpose", e.Purpose), slog.Int("attempt", e.Attempts+1), slog.Any("error", cause)}
+	if gaveUp {
+		o.failed.Inc()
+		o.log.Error("email not delivered; giving up (TUMA_MAIL_GIVE_UP)", append(attrs, slog.Duration("after", o.opts.GiveUp))...)
+		return
+	}
+	o.retries.Inc()
+	o.log.Warn("email not delivered; will retry", append(attrs, slog.Duration("retry_in", after))...)
+}
+
+// countPending refreshes the pending gauge: one count over a small partial index per poll.
+func (o *Outbox) countPending(ctx context.Context) {
+	n, err := o.store.PendingEmails(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			o.log.Warn("count pending emails", slog.Any("error", err))
+		}
+		return
+	}
+	o.pending.Set(float64(n))
 }
 
 func (o *Outbox) backoff(attempts int) time.Duration {

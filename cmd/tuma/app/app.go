@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/valyala/fasthttp"
 
 	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/actors/simlink"
@@ -50,6 +51,8 @@ type App struct {
 	hooks    *payments.SandboxHooks // nil unless the sandbox provider is on
 	http     *transport.Server
 	ln       net.Listener
+	internal *fasthttp.Server // /metrics and pprof on TUMA_METRICS_ADDR; nil when unset
+	iln      net.Listener
 	now      func() time.Time
 }
 
@@ -72,6 +75,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		}
 		if a.ln != nil {
 			a.ln.Close()
+		}
+		if a.iln != nil {
+			a.iln.Close()
 		}
 		a.closeStores()
 		return nil, err
@@ -116,6 +122,11 @@ func (a *App) build(ctx context.Context) (err error) {
 	}
 	a.cfg.resolveListener(a.ln.Addr().String())
 	cfg = a.cfg
+	if cfg.MetricsAddr != "" {
+		if a.iln, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("listen on %s (TUMA_METRICS_ADDR): %w", cfg.MetricsAddr, err)
+		}
+	}
 
 	if err := a.startEngine(ctx); err != nil {
 		return err
@@ -125,9 +136,13 @@ func (a *App) build(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	a.outbox = mail.NewOutbox(a.store, sender, mail.OutboxOptions{
+	a.outbox, err = mail.NewOutbox(a.store, sender, mail.OutboxOptions{
 		Poll: min(max(cfg.MailRetryMin, 100*time.Millisecond), 5*time.Second), RetryMin: cfg.MailRetryMin, RetryMax: cfg.MailRetryMax,
-	}, log)
+		GiveUp: cfg.MailGiveUp,
+	}, log, a.registry)
+	if err != nil {
+		return err
+	}
 
 	provider, sandbox := a.buildPayments()
 
@@ -139,20 +154,26 @@ func (a *App) build(ctx context.Context) (err error) {
 	principals := redis.NewPrincipals(a.redis, 5*time.Minute)
 	loginPerSecond := float64(cfg.LoginPerMinute) / 60
 	a.http, err = transport.New(transport.Options{
-		PublicURL:         cfg.PublicURL,
-		DashboardURL:      cfg.DashboardURL,
-		MaxBodyBytes:      cfg.MaxBodyBytes,
-		RequestTimeout:    cfg.RequestTimeout,
-		AccessLog:         cfg.AccessLog,
-		TrustForwardedFor: cfg.TrustForwardedFor,
-		AccountRate:       redis.Rate{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst},
-		LoginRatePerEmail: redis.Rate{PerSecond: loginPerSecond, Burst: cfg.LoginPerMinute},
-		LoginRatePerIP:    redis.Rate{PerSecond: loginPerSecond * 10, Burst: cfg.LoginPerMinute * 10},
-		RefreshTokenTTL:   cfg.RefreshTokenTTL,
-		AdminToken:        cfg.AdminToken,
-		CodeSecret:        derive(cfg.JWTSecret, "verification codes"),
-		EmailRatePerAddr:  redis.Rate{PerSecond: float64(cfg.EmailsPerHour) / 3600, Burst: cfg.EmailsPerHour},
-		EmailRatePerIP:    redis.Rate{PerSecond: float64(20*cfg.EmailsPerHour) / 3600, Burst: 20 * cfg.EmailsPerHour},
+		PublicURL:          cfg.PublicURL,
+		DashboardURL:       cfg.DashboardURL,
+		MaxBodyBytes:       cfg.MaxBodyBytes,
+		RequestTimeout:     cfg.RequestTimeout,
+		AccessLog:          cfg.AccessLog,
+		TrustedProxies:     cfg.TrustedProxies,
+		AccountRate:        redis.Rate{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst},
+		LoginRatePerEmail:  redis.Rate{PerSecond: loginPerSecond, Burst: cfg.LoginPerMinute},
+		LoginRatePerIP:     redis.Rate{PerSecond: loginPerSecond * 10, Burst: cfg.LoginPerMinute * 10},
+		AuthRatePerIP:      perPeriod(cfg.AuthLimitPerIP, time.Minute),
+		SignupRatePerIP:    perPeriod(cfg.SignupLimitPerIP, time.Hour),
+		CodeAttemptsPerDay: cfg.CodeAttemptsPerDay,
+		DeliveryRate:       perPeriod(cfg.DeliveryChecksPerMinute, time.Minute),
+		RefreshTokenTTL:    cfg.RefreshTokenTTL,
+		AdminToken:         cfg.AdminToken,
+		CodeSecret:         derive(cfg.JWTSecret, "verification codes"),
+		EmailRatePerAddr:   perPeriod(cfg.EmailsPerHour, time.Hour),
+		EmailRatePerIP:     perPeriod(20*cfg.EmailsPerHour, time.Hour),
+		MetricsElsewhere:   cfg.MetricsAddr != "",
+		Pprof:              cfg.Pprof,
 	}, transport.Deps{
 		Log:         log,
 		Registerer:  a.registry,
@@ -163,7 +184,7 @@ func (a *App) build(ctx context.Context) (err error) {
 		Passwords:   passwords,
 		Tokens:      tokens,
 		Principals:  principals,
-		Limiter:     redis.NewLimiter(a.redis),
+		Limiter:     redis.NewLimiter(a.redis, cfg.LocalLimitKeys),
 		Plan:        carriers.DefaultPlan(),
 		Engine:      a.engine,
 		Queries:     a.store,
@@ -182,7 +203,23 @@ func (a *App) build(ctx context.Context) (err error) {
 			{Name: "redis", Critical: false, Probe: a.redis.Ping},
 		},
 	})
-	return err
+	if err != nil || a.iln == nil {
+		return err
+	}
+	a.internal = &fasthttp.Server{
+		Handler: a.http.InternalHandler(), Name: "tuma-internal", NoDefaultServerHeader: true,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 2 * time.Minute, // a CPU profile takes its seconds
+		IdleTimeout: 90 * time.Second, CloseOnShutdown: true,
+	}
+	return nil
+}
+
+// perPeriod is a budget of n per period as a token bucket (n 0: no limit).
+func perPeriod(n int, period time.Duration) redis.Rate {
+	if n <= 0 {
+		return redis.Rate{}
+	}
+	return redis.Rate{PerSecond: float64(n) / period.Seconds(), Burst: n}
 }
 
 // buildPayments makes the payment provider: Paystack, or the sandbox, which this node serves
@@ -237,11 +274,33 @@ func (a *App) startEngine(ctx context.Context) error {
 // Addr is the address the API listens on (useful when configured with port 0).
 func (a *App) Addr() string { return a.ln.Addr().String() }
 
+// InternalAddr is the address of the internal listener (TUMA_METRICS_ADDR), "" when off.
+func (a *App) InternalAddr() string {
+	if a.iln == nil {
+		return ""
+	}
+	return a.iln.Addr().String()
+}
+
+func (a *App) metricsURL() string {
+	if a.iln != nil {
+		return "http://" + listenURLHost(a.InternalAddr()) + "/metrics"
+	}
+	return a.cfg.PublicURL + "/metrics"
+}
+
 // Run serves until ctx is cancelled, then shuts down in order: stop taking requests and let
 // in-flight ones finish, then close the stores, all within the shutdown timeout.
 func (a *App) Run(ctx context.Context) error {
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- a.http.Serve(a.ln) }()
+	if a.internal != nil {
+		go func() {
+			if err := a.internal.Serve(a.iln); err != nil {
+				serveErr <- fmt.Errorf("internal listener: %w", err)
+			}
+		}()
+	}
 	// Background workers: mail, payment reconciliation and the sandbox's webhooks. They stop
 	// after the engine, so nothing they hand it is refused.
 	workCtx, stopWork := context.WithCancel(context.Background())
@@ -255,7 +314,7 @@ func (a *App) Run(ctx context.Context) error {
 	a.log.Info("tuma is serving",
 		slog.String("api", a.cfg.PublicURL),
 		slog.String("docs", a.cfg.PublicURL+"/docs"),
-		slog.String("metrics", a.cfg.PublicURL+"/metrics"),
+		slog.String("metrics", a.metricsURL()),
 		slog.String("listen", a.Addr()))
 
 	var err error
@@ -269,6 +328,11 @@ func (a *App) Run(ctx context.Context) error {
 	defer cancel()
 	if serr := a.http.Shutdown(sctx); serr != nil {
 		err = errors.Join(err, serr)
+	}
+	if a.internal != nil {
+		if serr := a.internal.ShutdownWithContext(sctx); serr != nil {
+			err = errors.Join(err, fmt.Errorf("internal listener shutdown: %w", serr))
+		}
 	}
 	if serr := a.engine.Stop(sctx); serr != nil {
 		err = errors.Join(err, fmt.Errorf("engine: %w", serr))

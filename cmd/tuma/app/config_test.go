@@ -3,9 +3,12 @@ package app
 import (
 	"bytes"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 func env(vars map[string]string) func(string) (string, bool) {
@@ -93,5 +96,152 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 		if !strings.Contains(string(readme), "`"+o.name+"`") {
 			t.Errorf("README.md does not document %s", o.name)
 		}
+	}
+}
+
+func TestEnvUnsetMeansDevelopmentOnLoopbackOnly(t *testing.T) {
+	tests := []struct {
+		addr string
+		ok   bool
+	}{
+		{"127.0.0.1:8080", true}, {"127.0.0.2:0", true}, {"localhost:8080", true}, {"[::1]:8080", true},
+		{"0.0.0.0:8080", false}, {":8080", false}, {"[::]:8080", false}, {"192.168.1.10:8080", false},
+		{"api.example.com:8080", false},
+	}
+	for _, tt := range tests {
+		c, err := LoadConfig(env(map[string]string{"TUMA_HTTP_ADDR": tt.addr}))
+		switch {
+		case tt.ok && (err != nil || c.Env != "development"):
+			t.Errorf("TUMA_HTTP_ADDR=%s, TUMA_ENV unset: env %q, error %v; want development", tt.addr, c.Env, err)
+		case !tt.ok && (err == nil || !strings.Contains(err.Error(), "TUMA_ENV is unset") || !strings.Contains(err.Error(), "loopback")):
+			t.Errorf("TUMA_HTTP_ADDR=%s, TUMA_ENV unset: error %v; want a refusal saying TUMA_ENV must be set", tt.addr, err)
+		}
+	}
+	// Named explicitly, development runs anywhere (the compose file does this in a container).
+	c, err := LoadConfig(env(map[string]string{"TUMA_HTTP_ADDR": "0.0.0.0:8080", "TUMA_ENV": "development"}))
+	if err != nil || c.Env != "development" {
+		t.Errorf("explicit development on 0.0.0.0 = %q, %v", c.Env, err)
+	}
+}
+
+func TestProductionRefusesUnsafeSettings(t *testing.T) {
+	prod := func(extra map[string]string) map[string]string {
+		m := map[string]string{"TUMA_ENV": "production", "TUMA_HTTP_ADDR": "0.0.0.0:8080", "TUMA_JWT_SECRET": strings.Repeat("s", 32),
+			"TUMA_PAYMENT_PROVIDER": "paystack", "TUMA_PAYMENT_SECRET_KEY": "sk_live_provider_secret"}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	for _, ok := range []map[string]string{prod(nil), prod(map[string]string{"TUMA_ADMIN_TOKEN": strings.Repeat("a1", 16)})} {
+		if _, err := LoadConfig(env(ok)); err != nil {
+			t.Errorf("LoadConfig(%v) = %v; want it accepted", ok, err)
+		}
+	}
+	tests := []struct {
+		vars map[string]string
+		want string
+	}{
+		{prod(map[string]string{"TUMA_ADMIN_TOKEN": "dev-admin-token-change-me"}), "TUMA_ADMIN_TOKEN"},
+		{prod(map[string]string{"TUMA_ADMIN_TOKEN": "only-twenty-two-chars!"}), "TUMA_ADMIN_TOKEN"},
+		{prod(map[string]string{"TUMA_PAYMENT_PROVIDER": "sandbox"}), "TUMA_PAYMENT_PROVIDER"},
+		{prod(map[string]string{"TUMA_PAYMENT_SECRET_KEY": devPaymentSecret}), "TUMA_PAYMENT_SECRET_KEY"},
+	}
+	for _, tt := range tests {
+		if _, err := LoadConfig(env(tt.vars)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("LoadConfig(%v) error = %v; want one naming %s", tt.vars, err, tt.want)
+		}
+	}
+	// Development keeps working with the Makefile's token.
+	if _, err := LoadConfig(env(map[string]string{"TUMA_ADMIN_TOKEN": devAdminToken})); err != nil {
+		t.Errorf("development with the Makefile's admin token: %v", err)
+	}
+}
+
+func TestTrustedProxiesAndRemovedVariables(t *testing.T) {
+	c, err := LoadConfig(env(map[string]string{"TUMA_TRUSTED_PROXIES": " 10.0.0.0/8, 192.168.1.1 ,::1,"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := prefixesString(c.TrustedProxies); got != "10.0.0.0/8,192.168.1.1,::1" {
+		t.Errorf("TrustedProxies = %s; want 10.0.0.0/8,192.168.1.1,::1", got)
+	}
+	if c, _ := LoadConfig(env(nil)); len(c.TrustedProxies) != 0 {
+		t.Errorf("default TrustedProxies = %v; want none", c.TrustedProxies)
+	}
+	for vars, want := range map[string]map[string]string{
+		"TUMA_TRUSTED_PROXIES":     {"TUMA_TRUSTED_PROXIES": "10.0.0.300"},
+		"TUMA_PPROF":               {"TUMA_PPROF": "true"}, // without an admin token
+		"TUMA_METRICS_ADDR":        {"TUMA_METRICS_ADDR": "9100"},
+		"TUMA_TRUST_FORWARDED_FOR": {"TUMA_TRUST_FORWARDED_FOR": "true"},
+	} {
+		if _, err := LoadConfig(env(want)); err == nil || !strings.Contains(err.Error(), vars) {
+			t.Errorf("LoadConfig(%v) error = %v; want one naming %s", want, err, vars)
+		}
+	}
+	if _, err := LoadConfig(env(map[string]string{"TUMA_TRUST_FORWARDED_FOR": "true"})); err == nil ||
+		!strings.Contains(err.Error(), "TUMA_TRUSTED_PROXIES") {
+		t.Errorf("the removed variable's error %v does not point at TUMA_TRUSTED_PROXIES", err)
+	}
+}
+
+func TestLimitDefaultsAndZero(t *testing.T) {
+	c, err := LoadConfig(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AuthLimitPerIP != 60 || c.SignupLimitPerIP != 10 || c.CodeAttemptsPerDay != 20 || c.DeliveryChecksPerMinute != 60 ||
+		c.LocalLimitKeys != 100_000 || c.MailGiveUp != 24*time.Hour || c.MetricsAddr != "" || c.Pprof {
+		t.Errorf("defaults = %+v", c)
+	}
+	zero := map[string]string{}
+	for _, name := range []string{"TUMA_AUTH_LIMIT_PER_IP", "TUMA_SIGNUP_LIMIT_PER_IP", "TUMA_CODE_ATTEMPTS_PER_DAY",
+		"TUMA_DELIVERY_CHECKS_PER_MINUTE", "TUMA_LOCAL_LIMIT_KEYS", "TUMA_MAIL_GIVE_UP"} {
+		zero[name] = "0"
+	}
+	if c, err = LoadConfig(env(zero)); err != nil {
+		t.Fatalf("0 must turn each limit off: %v", err)
+	}
+	if c.AuthLimitPerIP != 0 || c.MailGiveUp != 0 {
+		t.Errorf("zeros = %+v", c)
+	}
+}
+
+// TestComposeStatesItsChoices: the compose file runs development by name (it listens on
+// 0.0.0.0 inside its container) and bakes in no secret.
+func TestComposeStatesItsChoices(t *testing.T) {
+	raw, err := os.ReadFile("../../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &compose); err != nil {
+		t.Fatal(err)
+	}
+	vars := compose.Services["tuma"].Environment
+	if vars["TUMA_ENV"] != "development" {
+		t.Errorf("compose TUMA_ENV = %q; want development, stated", vars["TUMA_ENV"])
+	}
+	// ${NAME:-default} as compose expands it with nothing exported.
+	ref := regexp.MustCompile(`\$\{(\w+)(:-([^}]*))?\}`)
+	expanded := map[string]string{}
+	for k, v := range vars {
+		for _, m := range ref.FindAllStringSubmatch(v, -1) {
+			if m[3] != "" && (strings.Contains(k, "TOKEN") || strings.Contains(k, "SECRET")) {
+				t.Errorf("compose bakes in a default for %s: %q", k, v)
+			}
+		}
+		expanded[k] = ref.ReplaceAllString(v, "$3")
+	}
+	c, err := LoadConfig(env(expanded))
+	if err != nil {
+		t.Fatalf("compose's configuration is refused: %v", err)
+	}
+	if c.Env != "development" || c.AdminToken != "" || !c.JWTSecretGenerated {
+		t.Errorf("compose config: env %q, admin token %q, generated JWT secret %v; want development, off, generated", c.Env, c.AdminToken, c.JWTSecretGenerated)
 	}
 }

@@ -24,9 +24,11 @@ type node struct {
 	t     *testing.T
 	base  string
 	dbURL string
-	http  *http.Client
-	stop  func()
-	logs  *syncBuffer // what the node logged at warn and above
+	// internal is the base URL of the internal listener (TUMA_METRICS_ADDR), "" when off.
+	internal string
+	http     *http.Client
+	stop     func()
+	logs     *syncBuffer // what the node logged at warn and above
 }
 
 // syncBuffer is a buffer safe for a logger writing while a test reads.
@@ -59,6 +61,10 @@ func startNode(t *testing.T, env map[string]string, opts ...app.Option) *node {
 		"TUMA_ACCESS_LOG":       "false",
 		"TUMA_LOG_LEVEL":        "warn",
 		"TUMA_SHUTDOWN_TIMEOUT": "10s",
+		// Tests register many accounts and log in often from 127.0.0.1; the tests of these
+		// budgets set them themselves.
+		"TUMA_SIGNUP_LIMIT_PER_IP": "0",
+		"TUMA_AUTH_LIMIT_PER_IP":   "0",
 	}
 	for k, v := range env {
 		vars[k] = v
@@ -83,6 +89,9 @@ func startNode(t *testing.T, env map[string]string, opts ...app.Option) *node {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	n := &node{t: t, base: "http://" + a.Addr(), dbURL: cfg.DatabaseURL, http: &http.Client{Timeout: 30 * time.Second}, logs: logs}
+	if ia := a.InternalAddr(); ia != "" {
+		n.internal = "http://" + ia
+	}
 	stopped := false
 	n.stop = func() {
 		if stopped {

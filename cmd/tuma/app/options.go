@@ -1,0 +1,377 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// option is one environment variable: its default, what it means, and how it is read.
+type option struct {
+	name   string
+	def    string
+	help   string
+	secret bool
+	set    func(c *Config, v string) error
+	get    func(c *Config) string
+}
+
+// options is the table of every variable, in the order `tuma config` prints them. The
+// defaults work on a development machine with local PostgreSQL and Redis.
+func options() []option {
+	return []option{
+		{"TUMA_ENV", "", "development or production (production requires TUMA_JWT_SECRET and a real payment provider, logs JSON); unset means development and is refused unless TUMA_HTTP_ADDR is a loopback address", false,
+			func(c *Config, v string) error {
+				if v == "" {
+					return nil // decided in finish, from the listen address
+				}
+				return oneOf(&c.Env, v, "development", "production")
+			},
+			func(c *Config) string { return c.Env }},
+		{"TUMA_HTTP_ADDR", "127.0.0.1:8080", "address the API listens on", false,
+			func(c *Config, v string) error {
+				if _, _, err := net.SplitHostPort(v); err != nil {
+					return errors.New("must be host:port")
+				}
+				c.HTTPAddr = v
+				return nil
+			},
+			func(c *Config) string { return c.HTTPAddr }},
+		{"TUMA_METRICS_ADDR", "", "internal address for /metrics and /debug/pprof/* (no credentials: keep it off public networks); unset serves /metrics on the API port", false,
+			func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				if _, _, err := net.SplitHostPort(v); err != nil {
+					return errors.New("must be host:port")
+				}
+				c.MetricsAddr = v
+				return nil
+			},
+			func(c *Config) string { return c.MetricsAddr }},
+		{"TUMA_PPROF", "false", "serve /debug/pprof/* on the API port to callers with the admin token (needs TUMA_ADMIN_TOKEN)", false,
+			func(c *Config, v string) error { return boolean(&c.Pprof, v) },
+			func(c *Config) string { return strconv.FormatBool(c.Pprof) }},
+		{"TUMA_PUBLIC_URL", "", "base URL clients reach the API at, for links and checkout pages (default http://<TUMA_HTTP_ADDR>)", false,
+			func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				return httpURL(&c.PublicURL, v)
+			},
+			func(c *Config) string { return c.PublicURL }},
+		{"TUMA_DASHBOARD_URL", "", "where browser flows land after verification and payment (default <public url>/docs)", false,
+			func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				return httpURL(&c.DashboardURL, v)
+			},
+			func(c *Config) string { return c.DashboardURL }},
+		{"TUMA_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tuma?sslmode=disable", "PostgreSQL URL; the database is created when missing", true,
+			func(c *Config, v string) error {
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+					return errors.New("must be a postgres:// URL")
+				}
+				c.DatabaseURL = v
+				return nil
+			},
+			func(c *Config) string { return c.DatabaseURL }},
+		{"TUMA_DATABASE_MAX_CONNS", "16", "PostgreSQL connection pool size", false,
+			func(c *Config, v string) error { return intIn(&c.DatabaseMaxConns, v, 2, 1000) },
+			func(c *Config) string { return strconv.Itoa(c.DatabaseMaxConns) }},
+		{"TUMA_MIGRATE_ON_START", "true", "apply pending migrations when serve starts", false,
+			func(c *Config, v string) error { return boolean(&c.MigrateOnStart, v) },
+			func(c *Config) string { return strconv.FormatBool(c.MigrateOnStart) }},
+		{"TUMA_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL (caches and shared limits; the service runs degraded without it)", true,
+			func(c *Config, v string) error {
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
+					return errors.New("must be a redis:// URL")
+				}
+				c.RedisURL = v
+				return nil
+			},
+			func(c *Config) string { return c.RedisURL }},
+		{"TUMA_REDIS_PREFIX", "tuma:", "prefix of every Redis key", false,
+			func(c *Config, v string) error { c.RedisPrefix = v; return nonEmpty(v) },
+			func(c *Config) string { return c.RedisPrefix }},
+		{"TUMA_JWT_SECRET", "", "HMAC secret for access tokens, at least 32 bytes; random per process in development", true,
+			func(c *Config, v string) error {
+				if v != "" && len(v) < 32 {
+					return errors.New("must be at least 32 bytes")
+				}
+				c.JWTSecret = v
+				return nil
+			},
+			func(c *Config) string { return c.JWTSecret }},
+		{"TUMA_ADMIN_TOKEN", "", "bearer token of the admin API; unset turns the admin API off (production: at least 32 characters, not the Makefile's development token)", true,
+			func(c *Config, v string) error {
+				if v != "" && len(v) < 16 {
+					return errors.New("must be at least 16 characters")
+				}
+				c.AdminToken = v
+				return nil
+			},
+			func(c *Config) string { return c.AdminToken }},
+		{"TUMA_SMTP_URL", "", "smtp://user:pass@host:port for outgoing mail; unset writes mail to the log", true,
+			func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Host == "" {
+					return errors.New("must be an smtp:// or smtps:// URL with a host")
+				}
+				c.SMTPURL = v
+				return nil
+			},
+			func(c *Config) string { return c.SMTPURL }},
+		{"TUMA_MAIL_FROM", "Tuma <no-reply@localhost>", "sender of outgoing mail", false,
+			func(c *Config, v string) error { c.MailFrom = v; return nonEmpty(v) },
+			func(c *Config) string { return c.MailFrom }},
+		{"TUMA_EMAILS_PER_HOUR", "5", "verification and reset emails one address may receive per hour (a client IP may ask for twenty times this)", false,
+			func(c *Config, v string) error { return intIn(&c.EmailsPerHour, v, 1, 10_000) },
+			func(c *Config) string { return strconv.Itoa(c.EmailsPerHour) }},
+		{"TUMA_CODE_ATTEMPTS_PER_DAY", "20", "wrong verification codes one account may enter in 24 hours across codes (a new code unlocks its own five tries, not this); then code_locked (0 disables)", false,
+			func(c *Config, v string) error { return intIn(&c.CodeAttemptsPerDay, v, 0, 1_000_000) },
+			func(c *Config) string { return strconv.Itoa(c.CodeAttemptsPerDay) }},
+		{"TUMA_MAIL_RETRY_MIN", "5s", "first retry delay of an undelivered email (doubles per attempt)", false,
+			func(c *Config, v string) error { return duration(&c.MailRetryMin, v) },
+			func(c *Config) string { return c.MailRetryMin.String() }},
+		{"TUMA_MAIL_RETRY_MAX", "10m", "longest retry delay of an undelivered email", false,
+			func(c *Config, v string) error { return duration(&c.MailRetryMax, v) },
+			func(c *Config) string { return c.MailRetryMax.String() }},
+		{"TUMA_MAIL_GIVE_UP", "24h", "an email still undelivered this long after it was queued is marked failed and no longer retried (0 = retry forever)", false,
+			func(c *Config, v string) error { return nonNegDuration(&c.MailGiveUp, v) },
+			func(c *Config) string { return c.MailGiveUp.String() }},
+		{"TUMA_LOW_BALANCE_KES", "100", "a send that leaves the wallet under this many KES raises a low_balance notification, once until it is topped up again (0 disables)", false,
+			func(c *Config, v string) error {
+				var kes int
+				if err := intIn(&kes, v, 0, 1_000_000); err != nil {
+					return err
+				}
+				c.LowBalanceCents = int64(kes) * 100
+				return nil
+			},
+			func(c *Config) string { return strconv.FormatInt(c.LowBalanceCents/100, 10) }},
+		{"TUMA_PAYMENT_PROVIDER", "sandbox", "sandbox (built-in checkout) or paystack", false,
+			func(c *Config, v string) error { return oneOf(&c.PaymentProvider, v, "sandbox", "paystack") },
+			func(c *Config) string { return c.PaymentProvider }},
+		{"TUMA_PAYMENT_SECRET_KEY", devPaymentSecret, "payment provider secret key (signs and verifies webhooks)", true,
+			func(c *Config, v string) error { c.PaymentSecretKey = v; return nonEmpty(v) },
+			func(c *Config) string { return c.PaymentSecretKey }},
+		{"TUMA_PAYSTACK_BASE_URL", "https://api.paystack.co", "Paystack API base URL (tests point it at a fake)", false,
+			func(c *Config, v string) error { return httpURL(&c.PaystackBaseURL, v) },
+			func(c *Config) string { return c.PaystackBaseURL }},
+		{"TUMA_SHARED_SENDER_ID", "TUMA", "the shared sender ID used when an account has no default sender", false,
+			func(c *Config, v string) error {
+				if len(v) < 2 || len(v) > 11 || strings.Trim(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") != "" {
+					return errors.New("must be 2-11 letters and digits")
+				}
+				c.SharedSenderID = v
+				return nil
+			},
+			func(c *Config) string { return c.SharedSenderID }},
+		{"TUMA_CARRIERS", "sim", "carrier links: sim (in-process simulated networks)", false,
+			func(c *Config, v string) error { return oneOf(&c.Carriers, v, "sim") },
+			func(c *Config) string { return c.Carriers }},
+		{"TUMA_LOG_LEVEL", "info", "debug, info, warn or error", false,
+			func(c *Config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) },
+			func(c *Config) string { return strings.ToLower(c.LogLevel.String()) }},
+		{"TUMA_LOG_FORMAT", "", "text or json (default: text in development, json in production)", false,
+			func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				return oneOf(&c.LogFormat, v, "text", "json")
+			},
+			func(c *Config) string { return c.LogFormat }},
+		{"TUMA_ACCESS_LOG", "true", "log every HTTP request", false,
+			func(c *Config, v string) error { return boolean(&c.AccessLog, v) },
+			func(c *Config) string { return strconv.FormatBool(c.AccessLog) }},
+		{"TUMA_MAX_BODY_BYTES", "4194304", "largest request body accepted (413 beyond)", false,
+			func(c *Config, v string) error { return intIn(&c.MaxBodyBytes, v, 1024, 1<<30) },
+			func(c *Config) string { return strconv.Itoa(c.MaxBodyBytes) }},
+		{"TUMA_REQUEST_TIMEOUT", "30s", "deadline of each request's work", false,
+			func(c *Config, v string) error { return duration(&c.RequestTimeout, v) },
+			func(c *Config) string { return c.RequestTimeout.String() }},
+		{"TUMA_SHUTDOWN_TIMEOUT", "20s", "how long a graceful shutdown may take", false,
+			func(c *Config, v string) error { return duration(&c.ShutdownTimeout, v) },
+			func(c *Config) string { return c.ShutdownTimeout.String() }},
+		{"TUMA_RATE_LIMIT_RPS", "100", "API requests per second per account (0 disables)", false,
+			func(c *Config, v string) error {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || f < 0 {
+					return errors.New("must be a non-negative number")
+				}
+				c.RateLimitRPS = f
+				return nil
+			},
+			func(c *Config) string { return strconv.FormatFloat(c.RateLimitRPS, 'f', -1, 64) }},
+		{"TUMA_RATE_LIMIT_BURST", "200", "burst of the per-account rate limit", false,
+			func(c *Config, v string) error { return intIn(&c.RateLimitBurst, v, 1, 1_000_000) },
+			func(c *Config) string { return strconv.Itoa(c.RateLimitBurst) }},
+		{"TUMA_DELIVERY_CHECKS_PER_MINUTE", "60", "live carrier status checks (GET /sms/delivery/{id}) per account per minute (0 disables)", false,
+			func(c *Config, v string) error { return intIn(&c.DeliveryChecksPerMinute, v, 0, 1_000_000) },
+			func(c *Config) string { return strconv.Itoa(c.DeliveryChecksPerMinute) }},
+		{"TUMA_LOCAL_LIMIT_KEYS", "100000", "most rate-limit buckets a node keeps in memory while Redis is down; the least recently used are dropped (0 = no cap)", false,
+			func(c *Config, v string) error { return intIn(&c.LocalLimitKeys, v, 0, 100_000_000) },
+			func(c *Config) string { return strconv.Itoa(c.LocalLimitKeys) }},
+		{"TUMA_LOGIN_ATTEMPTS_PER_MINUTE", "10", "login attempts per email per minute (per client IP: ten times this)", false,
+			func(c *Config, v string) error { return intIn(&c.LoginPerMinute, v, 1, 1_000_000) },
+			func(c *Config) string { return strconv.Itoa(c.LoginPerMinute) }},
+		{"TUMA_AUTH_LIMIT_PER_IP", "60", "requests per minute per client IP to register, login, refresh, resend-verification, forgot-password and reset-password, checked before any password hashing (0 disables)", false,
+			func(c *Config, v string) error { return intIn(&c.AuthLimitPerIP, v, 0, 1_000_000) },
+			func(c *Config) string { return strconv.Itoa(c.AuthLimitPerIP) }},
+		{"TUMA_SIGNUP_LIMIT_PER_IP", "10", "registrations per hour per client IP (0 disables; test and load rigs that register many accounts set 0)", false,
+			func(c *Config, v string) error { return intIn(&c.SignupLimitPerIP, v, 0, 1_000_000) },
+			func(c *Config) string { return strconv.Itoa(c.SignupLimitPerIP) }},
+		{"TUMA_BCRYPT_COST", "10", "bcrypt cost of password hashes (4-31)", false,
+			func(c *Config, v string) error { return intIn(&c.BcryptCost, v, 4, 31) },
+			func(c *Config) string { return strconv.Itoa(c.BcryptCost) }},
+		{"TUMA_REFRESH_TOKEN_TTL", "720h", "lifetime of refresh tokens", false,
+			func(c *Config, v string) error { return duration(&c.RefreshTokenTTL, v) },
+			func(c *Config) string { return c.RefreshTokenTTL.String() }},
+		{"TUMA_SIM_LATENCY", "20ms", "simulated networks: time a submit takes", false,
+			func(c *Config, v string) error { return nonNegDuration(&c.SimLatency, v) },
+			func(c *Config) string { return c.SimLatency.String() }},
+		{"TUMA_SIM_RECEIPT_DELAY", "1s", "simulated networks: time from submit to delivery receipt", false,
+			func(c *Config, v string) error { return nonNegDuration(&c.SimReceiptDelay, v) },
+			func(c *Config) string { return c.SimReceiptDelay.String() }},
+		{"TUMA_SIM_TPS", "0", "simulated networks: submits per second each accepts before throttling (0 = unlimited; or safaricom=100,airtel=50,telkom=20)", false,
+			func(c *Config, v string) error { return c.SimTPS.parse(v) },
+			func(c *Config) string { return c.SimTPS.String() }},
+		{"TUMA_SIM_FAILURE_RATE", "0", "simulated networks: probability a submit fails temporarily (retried)", false,
+			func(c *Config, v string) error { return rate(&c.SimFailureRate, v) },
+			func(c *Config) string { return strconv.FormatFloat(c.SimFailureRate, 'f', -1, 64) }},
+		{"TUMA_SIM_THROTTLE_RATE", "0", "simulated networks: probability a submit is answered with a throttle", false,
+			func(c *Config, v string) error { return rate(&c.SimThrottleRate, v) },
+			func(c *Config) string { return strconv.FormatFloat(c.SimThrottleRate, 'f', -1, 64) }},
+		{"TUMA_SIM_OUTCOMES", "delivered=97,undeliverable=2,expired=1", "simulated networks: mix of final outcomes (delivered, undeliverable, expired, rejected weights)", false,
+			func(c *Config, v string) error { return c.SimOutcomes.parse(v) },
+			func(c *Config) string { return c.SimOutcomes.String() }},
+		{"TUMA_LINK_TPS", "0", "carrier links: our own submit rate cap per network (0 = none; or safaricom=100,…)", false,
+			func(c *Config, v string) error { return c.LinkTPS.parse(v) },
+			func(c *Config) string { return c.LinkTPS.String() }},
+		{"TUMA_LINK_WINDOW", "100", "carrier links: most submits in flight per network", false,
+			func(c *Config, v string) error { return intIn(&c.LinkWindow, v, 1, 10_000) },
+			func(c *Config) string { return strconv.Itoa(c.LinkWindow) }},
+		{"TUMA_RECEIPT_TIMEOUT", "10m", "a sent message with no delivery receipt after this is asked about", false,
+			func(c *Config, v string) error { return duration(&c.ReceiptTimeout, v) },
+			func(c *Config) string { return c.ReceiptTimeout.String() }},
+		{"TUMA_TRUSTED_PROXIES", "", "comma-separated IPs or CIDRs of your reverse proxies: only requests from them have X-Forwarded-For read, right to left, for the client IP (unset: the peer address is the client)", false,
+			func(c *Config, v string) error { return prefixes(&c.TrustedProxies, v) },
+			func(c *Config) string { return prefixesString(c.TrustedProxies) }},
+	}
+}
+
+func oneOf(dst *string, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			*dst = v
+			return nil
+		}
+	}
+	return fmt.Errorf("must be one of %s", strings.Join(allowed, ", "))
+}
+
+func boolean(dst *bool, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return errors.New("must be true or false")
+	}
+	*dst = b
+	return nil
+}
+
+func intIn(dst *int, v string, lo, hi int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return fmt.Errorf("must be an integer from %d to %d", lo, hi)
+	}
+	*dst = n
+	return nil
+}
+
+func duration(dst *time.Duration, v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return errors.New("must be a positive duration such as 30s or 5m")
+	}
+	*dst = d
+	return nil
+}
+
+func nonNegDuration(dst *time.Duration, v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return errors.New("must be a duration such as 0s, 20ms or 2s")
+	}
+	*dst = d
+	return nil
+}
+
+func rate(dst *float64, v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 1 {
+		return errors.New("must be a probability from 0 to 1")
+	}
+	*dst = f
+	return nil
+}
+
+func httpURL(dst *string, v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("must be an http:// or https:// URL")
+	}
+	*dst = strings.TrimRight(v, "/")
+	return nil
+}
+
+func nonEmpty(v string) error {
+	if v == "" {
+		return errors.New("must not be empty")
+	}
+	return nil
+}
+
+// prefixes reads a comma-separated list of IPs and CIDRs; a bare IP is a one-address prefix.
+func prefixes(dst *[]netip.Prefix, v string) error {
+	*dst = nil
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(part); err == nil {
+			*dst = append(*dst, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(part)
+		if err != nil || a.Zone() != "" {
+			return fmt.Errorf("%q is not an IP address or CIDR", part)
+		}
+		a = a.Unmap()
+		*dst = append(*dst, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return nil
+}
+
+func prefixesString(ps []netip.Prefix) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+		if p.IsSingleIP() {
+			out[i] = p.Addr().String()
+		}
+	}
+	return strings.Join(out, ",")
+}
