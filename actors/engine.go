@@ -85,6 +85,7 @@ type Engine struct {
 	startID          uuid.UUID
 	recoveryProgress recoveryProgress
 
+	epochs    atomic.Int64 // numbers tenant incarnations
 	ready     chan struct{}
 	readyOnce sync.Once
 	accepting atomic.Bool
@@ -143,6 +144,7 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 		}
 	})
 	child := func(name string) *actor.PID { return actor.NewPID(e.sys.Address(), "engine/"+name) }
+	e.supervisor = actor.NewPID(e.sys.Address(), "engine")
 	for i := range opts.AcceptShards {
 		e.writers = append(e.writers, child(fmt.Sprintf("writer-%d", i)))
 		e.fixed.writers = append(e.fixed.writers, &writerState{})
@@ -159,10 +161,21 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 	e.progress, e.sweeper, e.recovery = child("progress"), child("sweeper"), child("recovery")
 	e.fixed.progress, e.fixed.sweeper, e.fixed.recovery = &progressState{}, &sweeperState{}, &recoveryState{}
 
-	e.supervisor, err = e.root.SpawnNamed(e.props(func() actor.Actor { return &supervisorActor{e: e} }), "engine")
-	if err != nil {
-		return nil, fmt.Errorf("spawn engine: %w", err)
+	spawnFixed(e, e.supervisor, func() actor.Actor { return &supervisorActor{e: e} })
+	st := e.fixed
+	for i, ws := range st.writers {
+		spawnFixed(e, e.writers[i], func() actor.Actor { return &writerActor{e: e, writerState: ws} })
 	}
+	for i, rs := range st.receipts {
+		spawnFixed(e, e.receipts[i], func() actor.Actor { return &receiptsActor{e: e, st: rs} })
+	}
+	for _, n := range carriers.Networks() {
+		ls := st.links[n]
+		spawnFixed(e, e.links[n], func() actor.Actor { return &linkActor{e: e, st: ls} })
+	}
+	spawnFixed(e, e.progress, func() actor.Actor { return &progressActor{e: e, st: st.progress} })
+	spawnFixed(e, e.sweeper, func() actor.Actor { return &sweeperActor{e: e, st: st.sweeper} })
+	spawnFixed(e, e.recovery, func() actor.Actor { return &recoveryActor{e: e, st: st.recovery} })
 	select {
 	case <-e.ready:
 	case <-ctx.Done():
@@ -318,16 +331,26 @@ func (e *Engine) Kill() {
 	e.teardown()
 }
 
-// teardown cancels I/O, stops the actor tree (children before parents) and waits for every
-// goroutine the engine started. Once an actor has stopped it starts no more I/O, so waiting
-// after the tree is down is safe.
+// teardown cancels I/O, stops the actors (the tenants and their jobs first, then the fixed
+// actors) and waits for every goroutine the engine started. Once an actor has stopped it
+// starts no more I/O, so waiting after they are down is safe.
 func (e *Engine) teardown() {
 	e.stopped.Do(func() {
 		e.cancel()
-		if e.supervisor != nil {
-			_ = e.root.StopFuture(e.supervisor).Wait()
+		_ = e.root.StopFuture(e.supervisor).Wait()
+		for _, pid := range slices.Concat(e.writers, e.receipts, e.links[1:], []*actor.PID{e.progress, e.sweeper, e.recovery}) {
+			_ = e.root.StopFuture(pid).Wait()
 		}
 		e.io.Wait()
 		e.sys.Shutdown()
 	})
+}
+
+func (e *Engine) readyOnceDone() bool {
+	select {
+	case <-e.ready:
+		return true
+	default:
+		return false
+	}
 }

@@ -31,14 +31,27 @@ type world struct {
 	eng   *actors.Engine
 	reg   *prometheus.Registry
 	opts  actors.Options
+	// wrap, when set, changes the carriers the engine gets (hiding a capability, say);
+	// store, when set, replaces the store the engine gets.
+	wrap  func(map[carriers.Network]actors.Carrier) map[carriers.Network]actors.Carrier
+	store actors.Store
 }
 
 // newWorld starts everything with instant simulators; tune edits each network's options.
 func newWorld(t *testing.T, opts actors.Options, tune func(carriers.Network, *sim.Options)) *world {
 	t.Helper()
+	return newWorldWith(t, opts, tune, nil)
+}
+
+// newWorldWith is newWorld with setup run on the world before its engine starts.
+func newWorldWith(t *testing.T, opts actors.Options, tune func(carriers.Network, *sim.Options), setup func(*world)) *world {
+	t.Helper()
 	st, u := pgtest.NewStore(t)
 	w := &world{t: t, st: st, dbURL: u, opts: opts}
 	w.sims = newSims(t, tune)
+	if setup != nil {
+		setup(w)
+	}
 	w.start()
 	return w
 }
@@ -64,9 +77,17 @@ func newSims(t *testing.T, tune func(carriers.Network, *sim.Options)) *simlink.S
 func (w *world) start() {
 	w.t.Helper()
 	w.reg = prometheus.NewRegistry()
+	cs := w.sims.Carriers()
+	if w.wrap != nil {
+		cs = w.wrap(cs)
+	}
+	var store actors.Store = w.st
+	if w.store != nil {
+		store = w.store
+	}
 	eng, err := actors.Start(context.Background(), w.opts, actors.Deps{
 		Log: slog.New(slog.NewTextHandler(w.t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})), Registerer: w.reg,
-		Store: w.st, Carriers: w.sims.Carriers(),
+		Store: store, Carriers: cs,
 	})
 	if err != nil {
 		w.t.Fatalf("start engine: %v", err)
@@ -150,6 +171,7 @@ func (w *world) counts(acct uuid.UUID) persistence.MessageCounts {
 
 func (w *world) waitFinal(acct uuid.UUID, total int64, d time.Duration) persistence.MessageCounts {
 	w.t.Helper()
+	defer w.dumpOnFailure()
 	var c persistence.MessageCounts
 	eventually(w.t, d, "every message to reach a final state", func() (bool, string) {
 		c = w.counts(acct)
@@ -213,4 +235,40 @@ func value(m *dto.Metric) float64 {
 		return m.Counter.GetValue()
 	}
 	return 0
+}
+
+// dumpOnFailure logs where messages stand when the test has failed: what a hang left behind.
+func (w *world) dumpOnFailure() {
+	if !w.t.Failed() {
+		return
+	}
+	conn, err := pgx.Connect(context.Background(), w.dbURL)
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT m.job_id, m.status, m.provider_status, count(*), j.status,
+			EXISTS (SELECT 1 FROM open_jobs o WHERE o.job_id = j.id)
+		FROM messages m JOIN jobs j ON j.id = m.job_id WHERE m.status NOT IN ('delivered', 'failed')
+		GROUP BY 1, 2, 3, 5, 6`)
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var job uuid.UUID
+		var st, ps, js string
+		var n int64
+		var open bool
+		if rows.Scan(&job, &st, &ps, &n, &js, &open) == nil {
+			w.t.Logf("job %s (%s, open %v): %d %s (%s)", job, js, open, n, st, ps)
+		}
+	}
+	for _, n := range carriers.Networks() {
+		l := map[string]string{"network": n.String()}
+		w.t.Logf("%s link: queue %v, in flight %v, duplicates %v, breaker %v, jobs active %v", n,
+			w.metric("tuma_link_queue_depth", l), w.metric("tuma_link_window_in_use", l),
+			w.metric("tuma_link_duplicate_requests_total", l), w.metric("tuma_link_breaker_state", l),
+			w.metric("tuma_engine_jobs_active", nil))
+	}
 }

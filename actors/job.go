@@ -76,7 +76,9 @@ func (j *jobActor) Receive(ctx actor.Context) {
 	case *actor.Restarting, *actor.Stopping:
 		j.timers.stop()
 	case *jobReady:
-		j.ready(ctx, msg)
+		if msg.from == st { // a predecessor's read (same PID, before a tenant restart) is not ours
+			j.ready(ctx, msg)
+		}
 	case *reloadJob:
 		j.load(ctx)
 	case *outcomesDurable:
@@ -186,7 +188,9 @@ func (j *jobActor) load(ctx actor.Context) {
 	id, resumed, vars := st.start.id, st.start.resumed, st.variants
 	st.loading = true
 	j.e.goIO(5*time.Minute, func(c context.Context) {
-		root.Send(self, j.loadMessages(c, id, resumed, known, vars, after))
+		r := j.loadMessages(c, id, resumed, known, vars, after)
+		r.from = st
+		root.Send(self, r)
 	})
 }
 

@@ -46,10 +46,13 @@ type linkState struct {
 	recent   recentIDs              // messages whose submit finished lately
 	inflight int                    // being marked or submitted
 
-	toMark  []*submitReq
-	marking bool
-	marks   map[uuid.UUID]int // mark → submits under it without a durable outcome
-	unmark  []uuid.UUID       // marks with nothing left under them, to delete
+	// lookedUp: messages a network said it had (after a crash or a lost answer); their receipt
+	// may have been pushed while nobody listened, so they are asked about.
+	lookedUp []string
+	toMark   []*submitReq
+	marking  bool
+	marks    map[uuid.UUID]int // mark → submits under it without a durable outcome
+	unmark   []uuid.UUID       // marks with nothing left under them, to delete
 	// unmarking: a delete is running; unmarkArmed: the timer for the next one is set.
 	unmarking, unmarkArmed bool
 	markRetry              time.Duration
@@ -185,6 +188,10 @@ func (l *linkActor) takeInbox(ctx actor.Context) {
 		case *unmarkDone:
 			l.unmarked(ctx, m)
 		}
+	}
+	if len(l.st.lookedUp) > 0 {
+		l.queryMany(l.st.lookedUp, l.e.opts.ReceiptTimeout)
+		l.st.lookedUp = nil
 	}
 	l.pump(ctx)
 }

@@ -91,6 +91,9 @@ func (l *linkActor) done(ctx actor.Context, d *submitDone) {
 		st.pacer.ok(now)
 		nm.submitted.Inc()
 		l.finish(req)
+		if d.lookedUp {
+			st.lookedUp = append(st.lookedUp, d.providerID)
+		}
 		ctx.Send(l.e.receiptsFor(st.network, d.providerID), &submittedEv{
 			s:   persistence.Submitted{AccountID: req.account, MessageID: req.msg.id, ProviderID: d.providerID, Network: st.network, At: now},
 			job: req.job, mark: req.mark,

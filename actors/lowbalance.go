@@ -49,11 +49,11 @@ func (t *tenantActor) nextLowBalanceWrite(ctx actor.Context) {
 	if len(t.lowWrites) == 0 {
 		return
 	}
-	w, self, root, id := t.lowWrites[0], ctx.Self(), t.e.root, t.id
+	w, self, root, id, epoch := t.lowWrites[0], ctx.Self(), t.e.root, t.id, t.epoch
 	t.e.goIO(10*time.Second, func(c context.Context) {
 		if err := w(c); err != nil {
 			t.e.log.Error("low balance notification", slog.String("account_id", id.String()), slog.Any("error", err))
 		}
-		root.Send(self, &lowBalanceWritten{})
+		root.Send(self, &lowBalanceWritten{epoch: epoch})
 	})
 }

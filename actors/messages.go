@@ -18,6 +18,13 @@ type (
 	passivating struct{ id uuid.UUID } // a tenant with nothing to do asks to be stopped
 	drain       struct{}               // finish what you hold, take nothing new; answer when done
 	drained     struct{}               // the answer to drain
+	// toTenant is delivered to an account's tenant, spawned if needed. The supervisor owns
+	// tenant PIDs, and holds its mail while it restarts, so nothing sent this way falls into
+	// the gap between a tenant's death and its successor.
+	toTenant struct {
+		account uuid.UUID
+		msg     any
+	}
 )
 
 // To a tenant.
@@ -53,18 +60,22 @@ type (
 	}
 	// reloadTenant reloads the account; sent as a request, it is answered once the new state is in.
 	reloadTenant struct{}
+	// Results of a tenant's own I/O carry the incarnation that started it (epoch): after a
+	// restart, the successor has the same PID and must not take its predecessor's results.
 	tenantLoaded struct {
 		state persistence.TenantState
 		err   error
 		gen   int
+		epoch int64
 	}
 	// walletChanged carries a snapshot committed elsewhere (refunds, bonuses).
 	walletChanged     struct{ wallet persistence.WalletSnapshot }
-	lowBalanceWritten struct{}
+	lowBalanceWritten struct{ epoch int64 }
 	// openJobsRead is a page of the tenant's unfinished jobs, read to resume them.
 	openJobsRead struct {
-		ids []uuid.UUID
-		err error
+		ids   []uuid.UUID
+		err   error
+		epoch int64
 	}
 	readOpenJobs struct{} // read the next page of unfinished jobs (a retry after an error)
 	// jobDispatched: the job has submitted everything; its slot is free.
@@ -77,7 +88,7 @@ type (
 		job     persistence.NewJob
 		reply   *actor.PID // the caller waiting for the 202
 		tenant  *actor.PID
-		epoch   int // the tenant incarnation that sent it
+		epoch   int64 // the tenant incarnation that sent it
 		start   time.Time
 		inline  []dispatchMsg // the inline messages, ready to dispatch
 		variant [4]variant
@@ -97,6 +108,7 @@ type (
 // To a job.
 type (
 	jobReady struct { // a batch of its messages is in memory
+		from    *jobState              // the incarnation that read it (a predecessor's reads are ignored)
 		record  *persistence.JobRecord // the job, when it was read from the store (a resumed job)
 		msgs    []dispatchMsg
 		pending []pendingReceipt

@@ -20,6 +20,7 @@ import (
 // grows with the backlog: marks are bounded by the windows, accounts are read in pages.
 //
 // After a supervisor restart (its tenants stopped with it) it walks the accounts again.
+// Tenants it wakes before the supervisor is up again simply wait in the supervisor's mailbox.
 type recoveryActor struct {
 	e      *Engine
 	st     *recoveryState
@@ -68,6 +69,7 @@ type (
 		err error
 	}
 	recoveryNext struct{}
+	rewake       struct{} // the supervisor restarted: its tenants are gone, wake them again
 )
 
 // recoveryPage is how many accounts recovery wakes at a time.
@@ -92,6 +94,14 @@ func (r *recoveryActor) Receive(ctx actor.Context) {
 	case *inboxPoke:
 		r.takeInbox(ctx)
 	case *recoveryNext:
+		r.next(ctx)
+	case *rewake:
+		if !st.walking {
+			st.walking, st.after, st.began = true, uuid.Nil, time.Now()
+			e.recoveryProgress.done.Store(false)
+			e.recoveryProgress.accounts.Store(0)
+			e.m.recovering.Set(1)
+		}
 		r.next(ctx)
 	case *remarked:
 		st.unsettled -= msg.n

@@ -2,22 +2,21 @@ package actors
 
 import (
 	"fmt"
-	"strings"
+	"log/slog"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
-
-	"github.com/tuma-sms/tuma/carriers"
 )
 
-// supervisorActor is the engine's root: it spawns and supervises the fixed actors, spawns
-// tenants on demand and forgets them when they stop.
+// supervisorActor owns the tenants: it spawns them on demand, forgets them when they stop,
+// and supervises them (a panicking tenant is restarted and resumes its jobs from the store).
 //
-// When it is itself restarted (after a panic), protoactor has stopped every child first. It
-// spawns the fixed actors again under the same names, on the same states (their queues and
-// what they hold survive; results of I/O that finished meanwhile wait in their inboxes), and
-// the recovery actor wakes every tenant with unfinished work again: tenants reload their
-// state and resume their jobs from the store.
+// The fixed actors (writers, receipts, links, progress, sweeper, recovery) are not its
+// children: each is a top-level actor restarted on its own, because stopping one would drop
+// the mail it has not read yet (outcomes of submits, commits to answer), and only its own
+// restart keeps its mailbox. So when this actor is restarted after a panic, protoactor stops
+// the tenants (and their jobs) only: everything they held is in the store, and the recovery
+// actor wakes every tenant with unfinished work again.
 type supervisorActor struct {
 	e       *Engine
 	tenants map[uuid.UUID]*actor.PID
@@ -38,6 +37,16 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 			}
 		}
 		ctx.Respond(pid)
+	case *toTenant:
+		pid, ok := s.tenants[msg.account]
+		if !ok {
+			var err error
+			if pid, err = s.spawnTenant(ctx, msg.account); err != nil {
+				s.e.log.Error("deliver to a tenant", slog.String("account_id", msg.account.String()), slog.Any("error", err))
+				return
+			}
+		}
+		ctx.Send(pid, msg.msg)
 	case *passivating:
 		if pid, ok := s.tenants[msg.id]; ok && pid.Equal(ctx.Sender()) {
 			s.forget(msg.id, pid)
@@ -55,26 +64,18 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 func (s *supervisorActor) start(ctx actor.Context) {
 	e := s.e
 	s.tenants, s.byPID = map[uuid.UUID]*actor.PID{}, map[string]uuid.UUID{}
-	// After a restart the tenants of the previous incarnation are gone (stopped with it).
+	// After a restart the tenants of the previous incarnation are gone (stopped with it), and
+	// recovery wakes the ones with unfinished work.
+	restarted := false
 	e.tenants.Range(func(k, _ any) bool {
 		e.tenants.Delete(k)
+		restarted = true
 		return true
 	})
 	e.m.tenants.Set(0)
-	st := e.fixed
-	for i, ws := range st.writers {
-		spawnFixed(ctx, e, e.writers[i], func() actor.Actor { return &writerActor{e: e, writerState: ws} })
+	if restarted || s.e.readyOnceDone() {
+		ctx.Send(e.recovery, &rewake{})
 	}
-	for i, rs := range st.receipts {
-		spawnFixed(ctx, e, e.receipts[i], func() actor.Actor { return &receiptsActor{e: e, st: rs} })
-	}
-	for _, n := range carriers.Networks() {
-		ls := st.links[n]
-		spawnFixed(ctx, e, e.links[n], func() actor.Actor { return &linkActor{e: e, st: ls} })
-	}
-	spawnFixed(ctx, e, e.progress, func() actor.Actor { return &progressActor{e: e, st: st.progress} })
-	spawnFixed(ctx, e, e.sweeper, func() actor.Actor { return &sweeperActor{e: e, st: st.sweeper} })
-	spawnFixed(ctx, e, e.recovery, func() actor.Actor { return &recoveryActor{e: e, st: st.recovery} })
 	e.readyOnce.Do(func() { close(e.ready) })
 }
 
@@ -96,16 +97,14 @@ func (s *supervisorActor) spawnTenant(ctx actor.Context, id uuid.UUID) (*actor.P
 func (s *supervisorActor) forget(id uuid.UUID, pid *actor.PID) {
 	delete(s.tenants, id)
 	delete(s.byPID, pid.Id)
-	if s.e.tenants.CompareAndDelete(id, pid) {
-		s.e.m.tenants.Dec()
-	}
+	s.e.tenants.CompareAndDelete(id, pid) // the tenant may have done it as it stopped
+	s.e.m.tenants.Dec()
 }
 
-// spawnFixed spawns a fixed child at the PID the engine computed for it from its name, so
-// the engine's PIDs stay valid across respawns.
-func spawnFixed(ctx actor.Context, e *Engine, want *actor.PID, producer actor.Producer) {
-	name := want.Id[strings.LastIndexByte(want.Id, '/')+1:]
-	pid, err := ctx.SpawnNamed(e.props(producer), name)
+// spawnFixed spawns a fixed actor at the top level, at the PID the engine computed for it
+// from its name, so the engine's PIDs stay valid across its restarts.
+func spawnFixed(e *Engine, want *actor.PID, producer actor.Producer) {
+	pid, err := e.root.SpawnNamed(e.props(producer), want.Id)
 	if err != nil || !pid.Equal(want) {
 		panic(fmt.Sprintf("spawn %s: %v (got %v)", want.Id, err, pid)) // names are fixed: a programming error
 	}

@@ -23,7 +23,7 @@ type tenantActor struct {
 	id      uuid.UUID
 	pending *tenantPending
 	timers  timers
-	epoch   int
+	epoch   int64 // this incarnation, unique in the engine
 
 	loaded bool
 	stash  []stashed // commands that arrived before the state loaded
@@ -53,7 +53,6 @@ type tenantPending struct {
 	reserved     int64 // cents of sends waiting for their commit
 	pendingUnits int64 // SMS units of sends waiting for their commit
 	accepting    int   // sends waiting for their commit
-	epoch        int   // incarnations so far
 }
 
 type stashed struct {
@@ -72,13 +71,17 @@ const loadRetry = time.Second
 func (t *tenantActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		t.pending.epoch++
-		t.epoch = t.pending.epoch
+		t.epoch = t.e.epochs.Add(1)
 		t.dispatching = map[uuid.UUID]bool{}
 		ctx.SetReceiveTimeout(t.e.opts.TenantIdle)
 		t.load(ctx)
 		t.startResume(ctx)
 	case *actor.Restarting, *actor.Stopping:
+		if _, stopping := ctx.Message().(*actor.Stopping); stopping {
+			// New commands must not reach a mailbox nobody will read: callers now ask the
+			// supervisor, which holds them until this tenant's successor exists.
+			t.e.tenants.CompareAndDelete(t.id, ctx.Self())
+		}
 		t.timers.stop()
 		t.e.m.jobsWaiting.Sub(float64(len(t.waiting)))
 		t.waiting = nil
@@ -88,7 +91,9 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 			t.reloaders = append(t.reloaders, reloader{gen: t.loadGen, reply: ctx.Sender()})
 		}
 	case *tenantLoaded:
-		t.loadedState(ctx, msg)
+		if msg.epoch == t.epoch {
+			t.loadedState(ctx, msg)
+		}
 	case *sendCmd, *creditCmd, *pricingCmd, *paymentCmd:
 		if !t.loaded {
 			t.stash = append(t.stash, stashed{msg: msg, reply: ctx.Sender()})
@@ -128,12 +133,17 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		t.adopt(msg.wallet)
 		t.rearmLowBalance(ctx)
 	case *openJobsRead:
-		t.openJobsRead(ctx, msg)
+		if msg.epoch == t.epoch {
+			t.openJobsRead(ctx, msg)
+		}
 	case *readOpenJobs:
 		t.readOpenJobs(ctx)
 	case *jobDispatched:
 		t.jobDispatched(ctx, msg.id)
 	case *lowBalanceWritten:
+		if msg.epoch != t.epoch {
+			return
+		}
 		t.lowWrites[0] = nil
 		t.lowWrites = t.lowWrites[1:]
 		t.nextLowBalanceWrite(ctx)
@@ -155,10 +165,10 @@ func (t *tenantActor) idle() bool {
 func (t *tenantActor) load(ctx actor.Context) {
 	self, root := ctx.Self(), t.e.root
 	t.loadGen++
-	gen := t.loadGen
+	gen, epoch := t.loadGen, t.epoch
 	t.e.goIO(10*time.Second, func(c context.Context) {
 		st, err := t.e.store.TenantState(c, t.id)
-		root.Send(self, &tenantLoaded{state: st, err: err, gen: gen})
+		root.Send(self, &tenantLoaded{state: st, err: err, gen: gen, epoch: epoch})
 	})
 }
 

@@ -52,10 +52,10 @@ func (t *tenantActor) readOpenJobs(ctx actor.Context) {
 		return
 	}
 	r.reading = true
-	self, root, id, after, before, limit := ctx.Self(), t.e.root, t.id, r.after, r.before, t.resumePage()
+	self, root, id, after, before, limit, epoch := ctx.Self(), t.e.root, t.id, r.after, r.before, t.resumePage(), t.epoch
 	t.e.goIO(time.Minute, func(c context.Context) {
 		ids, err := t.e.store.OpenJobs(c, id, after, before, limit)
-		root.Send(self, &openJobsRead{ids: ids, err: err})
+		root.Send(self, &openJobsRead{ids: ids, err: err, epoch: epoch})
 	})
 }
 

@@ -60,7 +60,8 @@ func (w *writerActor) committed(ctx actor.Context, b *acceptBatchDone) {
 		if b.err == nil {
 			d.result = b.results[i]
 		}
-		ctx.Send(r.tenant, d)
+		// Through the supervisor: the tenant that sent it may have been replaced meanwhile.
+		ctx.Send(w.e.supervisor, &toTenant{account: r.job.AccountID, msg: d})
 	}
 }
 
