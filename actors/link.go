@@ -221,6 +221,10 @@ func (l *linkActor) enqueue(ctx actor.Context, r *submitReq) {
 func (l *linkActor) pump(ctx actor.Context) {
 	st := l.st
 	if st.draining {
+		// Taken but not yet marked: not submitted, so they wait (queued) for the next start.
+		st.inflight -= len(st.toMark)
+		st.retry = append(st.toMark, st.retry...)
+		st.toMark = nil
 		if st.inflight == 0 {
 			for _, w := range st.waiters {
 				ctx.Send(w, &drained{})

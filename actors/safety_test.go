@@ -337,3 +337,30 @@ func TestReceiptsRestartKeepsOneFlushAtATime(t *testing.T) {
 		t.Fatalf("%d flushes started while another ran", n)
 	}
 }
+
+// slowMarks is a store whose marks take a while, so submits pile up waiting for one.
+type slowMarks struct{ *persistence.Store }
+
+func (s slowMarks) Mark(ctx context.Context, id uuid.UUID, n carriers.Network, msgs []persistence.MessageKey) error {
+	time.Sleep(200 * time.Millisecond)
+	return s.Store.Mark(ctx, id, n, msgs)
+}
+
+// Stopping drains the links even while submits wait for their mark: those are not sent, and
+// stay queued for the next start.
+func TestStopDrainsLinksWithSubmitsWaitingForAMark(t *testing.T) {
+	w := newWorldWith(t, actors.Options{}, nil, func(w *world) { w.store = slowMarks{w.st} })
+	acct := w.account(1000_00)
+	if _, err := w.send(acct, recipients(600, carriers.NetworkUnknown, 31), "stop"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "submits to wait for a mark", func() (bool, string) {
+		n := w.metric("tuma_link_queue_depth", map[string]string{"network": "safaricom"})
+		return n > 0, fmt.Sprint(n)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.eng.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+}

@@ -67,6 +67,13 @@ func startNode(b *testing.B, env map[string]string) *node {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
+	select { // it serves at once; wait until it has booted
+	case <-a.Ready():
+	case err := <-done:
+		b.Fatalf("node stopped while booting: %v", err)
+	case <-time.After(time.Minute):
+		b.Fatalf("node did not boot within a minute")
+	}
 	n := &node{b: b, base: "http://" + a.Addr(), dbURL: cfg.DatabaseURL,
 		client: &fasthttp.Client{MaxConnsPerHost: 512, ReadTimeout: time.Minute, WriteTimeout: time.Minute}}
 	var once sync.Once

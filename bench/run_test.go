@@ -65,6 +65,13 @@ func serveTuma(t *testing.T, env map[string]string) testServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
+	select { // it serves at once; wait until it has booted
+	case <-a.Ready():
+	case err := <-done:
+		t.Fatalf("node stopped while booting: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatalf("node did not boot within a minute")
+	}
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

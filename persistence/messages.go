@@ -141,6 +141,10 @@ func (s *Store) ListMessages(ctx context.Context, accountID uuid.UUID, f Message
 	if err != nil {
 		return nil, 0, fmt.Errorf("count messages: %w", err)
 	}
+	if p.After != nil {
+		args = append(args, *p.After)
+		cond += fmt.Sprintf(" AND m.id < $%d", len(args))
+	}
 	args = append(args, p.Size, p.offset())
 	rows, err := s.pool.Query(ctx, `SELECT `+messageColumns+` FROM messages m JOIN jobs j ON j.id = m.job_id
 		WHERE `+cond+fmt.Sprintf(` ORDER BY m.account_id, m.id DESC LIMIT $%d OFFSET $%d`, len(args)-1, len(args)), args...)

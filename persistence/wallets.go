@@ -130,8 +130,8 @@ func (s *Store) ListTransactions(ctx context.Context, accountID uuid.UUID, txTyp
 		return nil, 0, fmt.Errorf("count transactions: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, type, amount_cents, sms_count, reference, description, created_at
-		FROM wallet_transactions WHERE account_id = $1 AND ($2 = '' OR type = $2)
-		ORDER BY account_id, id DESC LIMIT $3 OFFSET $4`, accountID, txType, p.Size, p.offset())
+		FROM wallet_transactions WHERE account_id = $1 AND ($2 = '' OR type = $2) AND ($5::uuid IS NULL OR id < $5)
+		ORDER BY account_id, id DESC LIMIT $3 OFFSET $4`, accountID, txType, p.Size, p.offset(), p.After)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list transactions: %w", err)
 	}

@@ -2,19 +2,22 @@ package transport
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/pprof"
 
 	"github.com/fasthttp/router"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
 
 // InternalHandler serves /metrics and /debug/pprof/* for the internal listener
-// (TUMA_METRICS_ADDR): no credentials, so that listener must stay off public networks.
-func (s *Server) InternalHandler() fasthttp.RequestHandler {
+// (TUMA_METRICS_ADDR): no credentials, so that listener must stay off public networks. It
+// needs nothing but the registry, so it serves while the node boots.
+func InternalHandler(gatherer prometheus.Gatherer, log *slog.Logger) fasthttp.RequestHandler {
 	r := router.New()
-	metrics := s.metricsHandler()
+	metrics := metricsHandler(gatherer, log)
 	r.GET("/metrics", func(rc *fasthttp.RequestCtx) { _ = metrics(context.Background(), rc) })
 	prof := pprofHandler()
 	r.GET("/debug/pprof/{path:*}", prof)

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -32,15 +33,23 @@ type checkJSON struct {
 	Critical bool   `json:"critical"`
 }
 
+// readiness is the body of /readyz.
+type readiness struct {
+	Status   string               `json:"status"`          // starting | ok | degraded | unavailable
+	Stage    string               `json:"stage,omitempty"` // while starting: what the node is doing
+	Checks   map[string]checkJSON `json:"checks"`
+	Recovery any                  `json:"recovery,omitempty"` // the engine's recovery of earlier work
+}
+
 // readyz reports each dependency. A critical one down (PostgreSQL) is 503; a non-critical one
 // down (Redis) leaves the node serving on fallbacks, reported as degraded.
 func (s *Server) readyz(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	out := struct {
-		Status string               `json:"status"` // ok | degraded | unavailable
-		Checks map[string]checkJSON `json:"checks"`
-	}{Status: "ok", Checks: make(map[string]checkJSON, len(s.Checks))}
+	out := readiness{Status: "ok", Checks: make(map[string]checkJSON, len(s.Checks))}
+	if s.Recovery != nil {
+		out.Recovery = s.Recovery()
+	}
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
@@ -117,13 +126,16 @@ func (s *Server) publicMetrics() handler {
 	}
 }
 
-func (s *Server) metricsHandler() handler {
-	opts := promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slogPrintln{s.Log}}
+func (s *Server) metricsHandler() handler { return metricsHandler(s.Gatherer, s.Log) }
+
+// metricsHandler serves the exposition of gatherer, stamped with when it was read.
+func metricsHandler(gatherer prometheus.Gatherer, log *slog.Logger) handler {
+	opts := promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slogPrintln{log}}
 	return func(_ context.Context, rc *fasthttp.RequestCtx) error {
 		var at time.Time
 		g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 			at = time.Now()
-			return s.Gatherer.Gather()
+			return gatherer.Gather()
 		})
 		fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(g, opts))(rc)
 		if !at.IsZero() {
@@ -133,42 +145,40 @@ func (s *Server) metricsHandler() handler {
 	}
 }
 
-func (s *Server) openAPI(_ context.Context, rc *fasthttp.RequestCtx) error {
+func openAPI(_ context.Context, rc *fasthttp.RequestCtx) error {
 	rc.Response.Header.SetContentType("application/json; charset=utf-8")
 	rc.SetBody(openAPIDocument)
 	return nil
 }
 
-func (s *Server) docs(_ context.Context, rc *fasthttp.RequestCtx) error {
+func docs(_ context.Context, rc *fasthttp.RequestCtx) error {
 	rc.Response.Header.SetContentType("text/html; charset=utf-8")
 	rc.SetBody(docsPage)
 	return nil
 }
 
 // docsAssets serves the embedded Swagger UI files, so the explorer works offline.
-func (s *Server) docsAssets() handler {
-	return func(_ context.Context, rc *fasthttp.RequestCtx) error {
-		name, _ := rc.UserValue("filepath").(string)
-		b, err := fs.ReadFile(swaggerfiles.FS, name)
-		if err != nil {
-			return notFound("no such file")
-		}
-		switch {
-		case strings.HasSuffix(name, ".css"):
-			rc.Response.Header.SetContentType("text/css; charset=utf-8")
-		case strings.HasSuffix(name, ".js"):
-			rc.Response.Header.SetContentType("text/javascript; charset=utf-8")
-		case strings.HasSuffix(name, ".png"):
-			rc.Response.Header.SetContentType("image/png")
-		case strings.HasSuffix(name, ".html"):
-			rc.Response.Header.SetContentType("text/html; charset=utf-8")
-		default:
-			rc.Response.Header.SetContentType("application/octet-stream")
-		}
-		rc.Response.Header.Set("Cache-Control", "public, max-age=86400")
-		rc.SetBody(b)
-		return nil
+func docsAssets(_ context.Context, rc *fasthttp.RequestCtx) error {
+	name, _ := rc.UserValue("filepath").(string)
+	b, err := fs.ReadFile(swaggerfiles.FS, name)
+	if err != nil {
+		return notFound("no such file")
 	}
+	switch {
+	case strings.HasSuffix(name, ".css"):
+		rc.Response.Header.SetContentType("text/css; charset=utf-8")
+	case strings.HasSuffix(name, ".js"):
+		rc.Response.Header.SetContentType("text/javascript; charset=utf-8")
+	case strings.HasSuffix(name, ".png"):
+		rc.Response.Header.SetContentType("image/png")
+	case strings.HasSuffix(name, ".html"):
+		rc.Response.Header.SetContentType("text/html; charset=utf-8")
+	default:
+		rc.Response.Header.SetContentType("application/octet-stream")
+	}
+	rc.Response.Header.Set("Cache-Control", "public, max-age=86400")
+	rc.SetBody(b)
+	return nil
 }
 
 type slogPrintln struct {

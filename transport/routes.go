@@ -63,9 +63,9 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/healthz", public, s.healthz)
 	s.handle("GET", "/readyz", public, s.readyz)
 	s.handle("GET", "/metrics", public, s.publicMetrics())
-	s.handle("GET", "/openapi.json", public, s.openAPI)
-	s.handle("GET", "/docs", public, s.docs)
-	s.handle("GET", "/docs/{filepath:*}", public, s.docsAssets())
+	s.handle("GET", "/openapi.json", public, openAPI)
+	s.handle("GET", "/docs", public, docs)
+	s.handle("GET", "/docs/{filepath:*}", public, docsAssets)
 	// Profiles, to operators (TUMA_PPROF; 404 unless on). Public access: the handler checks
 	// the option before the token, so the route reveals nothing while it is off.
 	s.handle("GET", "/debug/pprof/{path:*}", public, s.pprof())

@@ -8,10 +8,8 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"time"
@@ -48,6 +46,7 @@ type Options struct {
 	RefreshTokenTTL    time.Duration
 	AdminToken         string // empty: the admin API answers 404
 	CodeSecret         []byte // keys the hashes of verification codes
+	CursorSecret       []byte // keys the MACs of list cursors
 	EmailRatePerAddr   redis.Rate
 	EmailRatePerIP     redis.Rate
 	MetricsElsewhere   bool // /metrics is served by the internal listener (InternalHandler), not here
@@ -135,6 +134,7 @@ type Deps struct {
 	Principals  Principals
 	Limiter     Limiter
 	Checks      []Check
+	Recovery    func() any     // the engine's progress recovering earlier work, shown by /readyz
 	Plan        *carriers.Plan // Kenyan numbering plan, for phone fields
 	Engine      Dispatcher
 	Queries     Queries
@@ -155,7 +155,6 @@ type Server struct {
 	opts Options
 	Deps
 	router  *router.Router
-	http    *fasthttp.Server
 	metrics *httpMetrics
 	routes  []Route
 	reqIDs  *requestIDs
@@ -193,52 +192,14 @@ func New(opts Options, deps Deps) (*Server, error) {
 			fmt.Sprintf("%s is not allowed here; allowed: %s", rc.Method(), rc.Response.Header.Peek("Allow")))
 	})
 	s.registerRoutes()
-	s.http = &fasthttp.Server{
-		Handler:               s.router.Handler,
-		Name:                  "tuma",
-		NoDefaultServerHeader: true,
-		NoDefaultDate:         false,
-		ReadTimeout:           30 * time.Second,
-		WriteTimeout:          30 * time.Second,
-		IdleTimeout:           90 * time.Second, // without it keep-alive connections hold up Shutdown
-		MaxRequestBodySize:    opts.MaxBodyBytes,
-		CloseOnShutdown:       true,
-		ErrorHandler:          s.transportError,
-		Logger:                fasthttpLogger{deps.Log},
-	}
 	return s, nil
 }
 
 // Handler is the complete request handler, for in-process tests and benchmarks.
-func (s *Server) Handler() fasthttp.RequestHandler { return s.http.Handler }
+func (s *Server) Handler() fasthttp.RequestHandler { return s.router.Handler }
 
 // Routes lists every registered route.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
-
-// Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.http.Serve(ln) }
-
-// Shutdown stops accepting connections and waits for in-flight requests, up to ctx.
-func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.http.ShutdownWithContext(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("http shutdown: requests still running: %w", err)
-	}
-	return err
-}
-
-// transportError answers requests fasthttp could not parse, before routing.
-func (s *Server) transportError(rc *fasthttp.RequestCtx, err error) {
-	var p *Problem
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		p = newProblem(http.StatusRequestEntityTooLarge, "body_too_large",
-			fmt.Sprintf("the request body is larger than %d bytes", s.opts.MaxBodyBytes))
-	} else {
-		p = newProblem(http.StatusBadRequest, "malformed_request", "the HTTP request could not be parsed")
-	}
-	s.metrics.requests.WithLabelValues("unparsed", "other", fmt.Sprint(p.Status)).Inc()
-	writeProblem(rc, p)
-}
 
 type fasthttpLogger struct{ log *slog.Logger }
 

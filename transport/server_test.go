@@ -29,8 +29,10 @@ func bareServer(t *testing.T, opts Options) (*Server, *prometheus.Registry) {
 func serveInMemory(t *testing.T, s *Server) *fasthttp.Client {
 	t.Helper()
 	ln := fasthttputil.NewInmemoryListener()
-	go func() { _ = s.Serve(ln) }()
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	f := NewFront(s.opts.MaxBodyBytes, s.Gatherer, s.Log)
+	f.Attach(s)
+	go func() { _ = f.Serve(ln) }()
+	t.Cleanup(func() { _ = f.Shutdown(context.Background()) })
 	return &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
 }
 

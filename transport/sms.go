@@ -107,21 +107,16 @@ func optTime(t *time.Time) *timestamp {
 }
 
 func (s *Server) listMessages(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	var fe fieldErrors
-	page := parsePage(rc, &fe)
-	var f persistence.MessageFilter
-	switch st := string(rc.QueryArgs().Peek("status")); st {
-	case "", "queued", "sent", "delivered", "failed":
-		f.Status = st
-	default:
-		fe.add("status", "must be one of queued, sent, delivered, failed")
-	}
-	f.JobID = queryUUID(rc, &fe, "job_id")
-	f.CampaignID = queryUUID(rc, &fe, "campaign_id")
-	if err := fe.err(); err != nil {
+	q := newQuery(rc)
+	acct := principal(rc).AccountID
+	f := persistence.MessageFilter{Status: q.Enum("status", "queued", "sent", "delivered", "failed"),
+		JobID: q.UUID("job_id"), CampaignID: q.UUID("campaign_id")}
+	l := s.list(listMessages, acct, "status="+f.Status, "job_id="+optID(f.JobID), "campaign_id="+optID(f.CampaignID))
+	page := q.Page(l)
+	if err := q.err(); err != nil {
 		return err
 	}
-	msgs, total, err := s.Queries.ListMessages(ctx, principal(rc).AccountID, f, page)
+	msgs, total, err := s.Queries.ListMessages(ctx, acct, f, page)
 	if err != nil {
 		return err
 	}
@@ -129,20 +124,7 @@ func (s *Server) listMessages(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	for i, m := range msgs {
 		out[i] = newMessageJSON(m)
 	}
-	return writeJSON(rc, http.StatusOK, newEnvelope(out, total, page))
-}
-
-func queryUUID(rc *fasthttp.RequestCtx, fe *fieldErrors, name string) *uuid.UUID {
-	raw := rc.QueryArgs().Peek(name)
-	if len(raw) == 0 {
-		return nil
-	}
-	id, err := uuid.ParseBytes(raw)
-	if err != nil {
-		fe.add(name, "must be a UUID")
-		return nil
-	}
-	return &id
+	return writeJSON(rc, http.StatusOK, newEnvelope(out, total, page, l, func(m messageJSON) uuid.UUID { return m.ID }))
 }
 
 func (s *Server) getMessage(ctx context.Context, rc *fasthttp.RequestCtx) error {

@@ -34,18 +34,15 @@ type transactionJSON struct {
 }
 
 func (s *Server) transactions(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	var fe fieldErrors
-	page := parsePage(rc, &fe)
-	txType := string(rc.QueryArgs().Peek("type"))
-	switch txType {
-	case "", "topup", "debit", "refund", "sender_id_fee":
-	default:
-		fe.add("type", "must be one of topup, debit, refund, sender_id_fee")
-	}
-	if err := fe.err(); err != nil {
+	q := newQuery(rc)
+	acct := principal(rc).AccountID
+	txType := q.Enum("type", "topup", "debit", "refund", "sender_id_fee")
+	l := s.list(listTransactions, acct, "type="+txType)
+	page := q.Page(l)
+	if err := q.err(); err != nil {
 		return err
 	}
-	txs, total, err := s.Queries.ListTransactions(ctx, principal(rc).AccountID, txType, page)
+	txs, total, err := s.Queries.ListTransactions(ctx, acct, txType, page)
 	if err != nil {
 		return err
 	}
@@ -54,7 +51,7 @@ func (s *Server) transactions(ctx context.Context, rc *fasthttp.RequestCtx) erro
 		out[i] = transactionJSON{ID: t.ID, Type: t.Type, AmountKES: kes(t.AmountCents), SMSCount: t.SMSCount,
 			Reference: t.Reference, Description: t.Description, CreatedAt: timestamp(t.CreatedAt)}
 	}
-	return writeJSON(rc, http.StatusOK, newEnvelope(out, total, page))
+	return writeJSON(rc, http.StatusOK, newEnvelope(out, total, page, l, func(t transactionJSON) uuid.UUID { return t.ID }))
 }
 
 type tierJSON struct {

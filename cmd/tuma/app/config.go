@@ -71,6 +71,7 @@ type Config struct {
 	LinkTPS         PerNetwork
 	LinkWindow      int
 	ReceiptTimeout  time.Duration
+	ReceiptDeadline time.Duration
 
 	EmailsPerHour int
 	MailRetryMin  time.Duration

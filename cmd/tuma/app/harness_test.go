@@ -88,6 +88,13 @@ func startNode(t *testing.T, env map[string]string, opts ...app.Option) *node {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
+	select { // it serves at once; wait until it has booted
+	case <-a.Ready():
+	case err := <-done:
+		t.Fatalf("node stopped while booting: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatalf("node did not boot within a minute")
+	}
 	n := &node{t: t, base: "http://" + a.Addr(), dbURL: cfg.DatabaseURL, http: &http.Client{Timeout: 30 * time.Second}, logs: logs}
 	if ia := a.InternalAddr(); ia != "" {
 		n.internal = "http://" + ia

@@ -317,8 +317,11 @@ func TestListMessagesPagination(t *testing.T) {
 	if l := n.do("GET", "/sms/messages?status=failed", nil, key(a)...).json(t); l["total"] != 0.0 || l["pages"] != 0.0 {
 		t.Errorf("empty filter = %v; want total 0, pages 0", l)
 	}
-	for _, q := range []string{"page=0", "page_size=101", "page_size=x", "status=lost", "job_id=nope"} {
+	for _, q := range []string{"page=0", "page_size=101", "status=lost"} { // well-formed, out of range
 		n.do("GET", "/sms/messages?"+q, nil, key(a)...).problem(t, 422, "validation_failed")
+	}
+	for _, q := range []string{"page_size=x", "job_id=nope"} { // malformed (CONTRACT §1)
+		n.do("GET", "/sms/messages?"+q, nil, key(a)...).problem(t, 400, "malformed_query")
 	}
 }
 

@@ -1,0 +1,199 @@
+// Assembly: how a node's parts are built from its configuration once it boots.
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/actors/simlink"
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/carriers/sim"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/persistence/redis"
+	"github.com/tuma-sms/tuma/transport"
+	"github.com/tuma-sms/tuma/transport/auth"
+	"github.com/tuma-sms/tuma/transport/mail"
+	"github.com/tuma-sms/tuma/transport/payments"
+)
+
+// boot brings the node up behind its front: stores, migrations, the engine and the full front
+// door. A database that cannot be reached yet is retryable (errUnreachable); anything else
+// stops the node.
+func (a *App) boot(ctx context.Context) (err error) {
+	cfg, log := a.cfg, a.log
+	a.front.SetStage("connecting to PostgreSQL")
+	a.store, err = persistence.Open(ctx, persistence.Options{URL: cfg.DatabaseURL, MaxConns: int32(cfg.DatabaseMaxConns)}, log)
+	if err != nil {
+		return fmt.Errorf("postgresql: %w: %w", errUnreachable, err)
+	}
+	if cfg.MigrateOnStart {
+		a.front.SetStage("applying migrations")
+		from, to, err := a.store.Migrate(ctx)
+		if err != nil {
+			return err
+		}
+		if from != to {
+			log.Info("migrated database", slog.Int("from", int(from)), slog.Int("to", int(to)))
+		}
+	}
+	a.redis, err = redis.New(ctx, redis.Options{URL: cfg.RedisURL, Prefix: cfg.RedisPrefix}, log)
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if !a.redis.Available() {
+		log.Warn("redis is not reachable; serving with in-process fallbacks until it is", slog.String("url", redact("TUMA_REDIS_URL", cfg.RedisURL)))
+	}
+
+	a.front.SetStage("starting the engine")
+	if err := a.startEngine(ctx); err != nil {
+		return err
+	}
+
+	sender, err := mail.NewSender(cfg.SMTPURL, cfg.MailFrom, log)
+	if err != nil {
+		return err
+	}
+	a.outbox, err = mail.NewOutbox(a.store, sender, mail.OutboxOptions{
+		Poll: min(max(cfg.MailRetryMin, 100*time.Millisecond), 5*time.Second), RetryMin: cfg.MailRetryMin, RetryMax: cfg.MailRetryMax,
+		GiveUp: cfg.MailGiveUp,
+	}, log, a.registry)
+	if err != nil {
+		return err
+	}
+
+	provider, sandbox := a.buildPayments()
+
+	passwords, err := auth.NewPasswords(cfg.BcryptCost)
+	if err != nil {
+		return err
+	}
+	tokens := auth.NewTokens([]byte(cfg.JWTSecret), a.now)
+	principals := redis.NewPrincipals(a.redis, 5*time.Minute)
+	loginPerSecond := float64(cfg.LoginPerMinute) / 60
+	a.http, err = transport.New(transport.Options{
+		PublicURL:          cfg.PublicURL,
+		DashboardURL:       cfg.DashboardURL,
+		MaxBodyBytes:       cfg.MaxBodyBytes,
+		RequestTimeout:     cfg.RequestTimeout,
+		AccessLog:          cfg.AccessLog,
+		TrustedProxies:     cfg.TrustedProxies,
+		AccountRate:        redis.Rate{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst},
+		LoginRatePerEmail:  redis.Rate{PerSecond: loginPerSecond, Burst: cfg.LoginPerMinute},
+		LoginRatePerIP:     redis.Rate{PerSecond: loginPerSecond * 10, Burst: cfg.LoginPerMinute * 10},
+		AuthRatePerIP:      perPeriod(cfg.AuthLimitPerIP, time.Minute),
+		SignupRatePerIP:    perPeriod(cfg.SignupLimitPerIP, time.Hour),
+		CodeAttemptsPerDay: cfg.CodeAttemptsPerDay,
+		DeliveryRate:       perPeriod(cfg.DeliveryChecksPerMinute, time.Minute),
+		RefreshTokenTTL:    cfg.RefreshTokenTTL,
+		AdminToken:         cfg.AdminToken,
+		CodeSecret:         derive(cfg.JWTSecret, "verification codes"),
+		CursorSecret:       derive(cfg.JWTSecret, "list cursors"),
+		EmailRatePerAddr:   perPeriod(cfg.EmailsPerHour, time.Hour),
+		EmailRatePerIP:     perPeriod(20*cfg.EmailsPerHour, time.Hour),
+		MetricsElsewhere:   cfg.MetricsAddr != "",
+		Pprof:              cfg.Pprof,
+	}, transport.Deps{
+		Log:         log,
+		Registerer:  a.registry,
+		Gatherer:    a.registry,
+		Accounts:    a.store,
+		Idempotency: a.store,
+		Auth:        auth.NewAuthenticator(a.store, principals, tokens),
+		Passwords:   passwords,
+		Tokens:      tokens,
+		Principals:  principals,
+		Limiter:     redis.NewLimiter(a.redis, cfg.LocalLimitKeys),
+		Plan:        carriers.DefaultPlan(),
+		Engine:      a.engine,
+		Queries:     a.store,
+		Verify:      a.store,
+		Mail:        a.outbox,
+		Messages:    mail.Messages{Product: "Tuma", PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
+		Now:         a.now,
+
+		Provider:       provider,
+		Confirmer:      a.confirm,
+		PaymentStore:   a.store,
+		WebhookSchemes: payments.Schemes{payments.PaystackHMAC{Secret: []byte(cfg.PaymentSecretKey)}},
+		Sandbox:        sandbox,
+		Checks: []transport.Check{
+			{Name: "postgres", Critical: true, Probe: a.store.Ping},
+			{Name: "redis", Critical: false, Probe: a.redis.Ping},
+		},
+		Recovery: func() any { return a.engine.Recovery() },
+	})
+	return err
+}
+
+// perPeriod is a budget of n per period as a token bucket (n 0: no limit).
+func perPeriod(n int, period time.Duration) redis.Rate {
+	if n <= 0 {
+		return redis.Rate{}
+	}
+	return redis.Rate{PerSecond: float64(n) / period.Seconds(), Burst: n}
+}
+
+// buildPayments makes the payment provider: Paystack, or the sandbox, which this node serves
+// itself in Paystack's wire format and reaches through the same client over loopback.
+func (a *App) buildPayments() (transport.PaymentProvider, *transport.Sandbox) {
+	cfg := a.cfg
+	secret := cfg.PaymentSecretKey
+	var sandbox *transport.Sandbox
+	p := payments.NewPaystack("paystack", cfg.PaystackBaseURL, secret, nil)
+	if cfg.PaymentProvider == "sandbox" {
+		self := "http://" + listenURLHost(a.ln.Addr().String())
+		p = payments.NewPaystack("sandbox", self+"/sandbox/paystack", secret, nil)
+		a.hooks = payments.NewSandboxHooks(a.store, self+"/payments/webhook", []byte(secret), cfg.MailRetryMin, a.log)
+		sandbox = &transport.Sandbox{Store: a.store, Hooks: a.hooks, Secret: secret}
+	}
+	a.confirm = payments.NewConfirmer(p, a.store, a.engine, a.log, a.now)
+	return p, sandbox
+}
+
+// startEngine starts the simulated networks and the dispatch engine, which resumes any
+// unfinished work before it takes new sends.
+func (a *App) startEngine(ctx context.Context) error {
+	cfg := a.cfg
+	simOpts := map[carriers.Network]sim.Options{}
+	links := map[carriers.Network]actors.LinkOptions{}
+	for _, n := range carriers.Networks() {
+		simOpts[n] = sim.Options{
+			Latency: cfg.SimLatency, TPS: cfg.SimTPS[n], FailureRate: cfg.SimFailureRate, ThrottleRate: cfg.SimThrottleRate,
+			ReceiptDelay: cfg.SimReceiptDelay, ReceiptJitter: cfg.SimReceiptDelay / 2,
+			Delivered: cfg.SimOutcomes.Delivered, Undeliverable: cfg.SimOutcomes.Undeliverable,
+			Expired: cfg.SimOutcomes.Expired, Rejected: cfg.SimOutcomes.Rejected,
+		}
+		links[n] = actors.LinkOptions{TPS: cfg.LinkTPS[n], Window: cfg.LinkWindow}
+	}
+	var (
+		err error
+		cs  map[carriers.Network]actors.Carrier
+	)
+	switch cfg.Carriers {
+	case "sim":
+		if a.sims, err = simlink.New(simOpts); err != nil {
+			return err
+		}
+		cs = a.sims.Carriers()
+	default: // the option's validation allows only the drivers built here
+		return fmt.Errorf("TUMA_CARRIERS=%s: no such carrier driver", cfg.Carriers)
+	}
+	a.engine, err = actors.Start(ctx, actors.Options{
+		SharedSender:    cfg.SharedSenderID,
+		ReceiptTimeout:  cfg.ReceiptTimeout,
+		ReceiptDeadline: cfg.ReceiptDeadline,
+		LowBalanceCents: cfg.LowBalanceCents,
+		Links:           links,
+	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: cs})
+	if err != nil {
+		return fmt.Errorf("start engine: %w", err)
+	}
+	if a.sims != nil {
+		a.sims.Deliver(a.engine.Receipt)
+	}
+	return nil
+}
