@@ -58,4 +58,7 @@ var (
 	ErrRejected       = errors.New("carrier rejected the message")
 	ErrUnknownMessage = errors.New("carrier does not know the message")
 	ErrUnknownOutcome = errors.New("carrier's answer to a submit never came")
+	// ErrUnavailable means the network could not be reached at all: nothing was submitted, so
+	// the message waits (the breaker opens) however long the outage, and is never failed for it.
+	ErrUnavailable = errors.New("carrier unreachable")
 )

@@ -113,6 +113,9 @@ func (l *linkActor) done(ctx actor.Context, d *submitDone) {
 		l.again(req)
 	case errors.Is(d.err, ErrRejected):
 		l.fail(ctx, req, "REJECTD", d.err.Error(), now)
+	case errors.Is(d.err, ErrUnavailable):
+		nm.retries.Inc()
+		l.again(req)
 	case errors.Is(d.err, errLookupFailed):
 		// Whether the network has it is still unknown: never failed (nor refunded) for that.
 		req.msg.unsettled = true

@@ -37,6 +37,13 @@ type Options struct {
 	CommandTimeout    time.Duration // how long Engine methods wait for the engine (15s)
 	LowBalanceCents   int64         // a send leaving less than this raises low_balance (0: never)
 	Links             map[carriers.Network]LinkOptions
+	Faults            Faults // deliberate defects, for the drills' own tests only
+}
+
+// Faults are deliberate defects a drill turns on to prove it notices them. Only binaries
+// built with -tags faults let the configuration set them.
+type Faults struct {
+	SkipResume bool // unfinished work of earlier runs is never resumed
 }
 
 func (o *Options) setDefaults() {

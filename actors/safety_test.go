@@ -364,3 +364,41 @@ func TestStopDrainsLinksWithSubmitsWaitingForAMark(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 }
+
+// A network that cannot be reached fails no message: its breaker opens, its messages wait,
+// the other networks go on, and once it is back its queue drains.
+func TestUnreachableNetworkWaitsThenDrains(t *testing.T) {
+	w := newWorld(t, actors.Options{}, nil)
+	telkom := w.sims.Network(carriers.Telkom)
+	down := telkom.Options()
+	down.Down = true
+	if err := telkom.Configure(down); err != nil {
+		t.Fatal(err)
+	}
+	acct := w.account(1000_00)
+	if _, err := w.send(acct, recipients(200, carriers.Telkom, 41), "down"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.send(acct, recipients(200, carriers.Safaricom, 42), "up"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "telkom's breaker to open", func() (bool, string) {
+		s := w.metric("tuma_link_breaker_state", map[string]string{"network": "telkom"})
+		return s == 2, fmt.Sprint(s)
+	})
+	eventually(t, 20*time.Second, "safaricom to deliver while telkom is down", func() (bool, string) {
+		n := w.sqlInt(`SELECT count(*) FROM messages WHERE network = 1 AND status = 'delivered'`)
+		return n == 200, fmt.Sprint(n)
+	})
+	if n := w.sqlInt(`SELECT count(*) FROM messages WHERE status = 'failed'`); n != 0 {
+		t.Fatalf("%d messages failed while their network was unreachable; want none", n)
+	}
+	down.Down = false
+	if err := telkom.Configure(down); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFinal(acct, 400, time.Minute)
+	if n := w.sqlInt(`SELECT count(*) FROM messages WHERE status = 'delivered'`); n != 400 {
+		t.Errorf("%d delivered; want all 400 once the network is back", n)
+	}
+}

@@ -10,11 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// refund is what an account gets back from one flush.
+type refund struct{ cents, units int64 }
+
 // applyRefunds gives failed messages' cost back to their wallets, with one ledger entry per
 // job, and takes their parts off the account's lifetime volume: tiers count only SMS billed and
 // not refunded, so sends that fail buy no cheaper tier.
-func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]WalletSnapshot, error) {
-	type refund struct{ cents, units int64 }
+func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress, skipWallets bool) ([]WalletSnapshot, error) {
 	byAccount := map[uuid.UUID]*refund{}
 	var entryIDs, entryAccts, entryJobs []uuid.UUID
 	var entryAmounts, entryCounts []int64
@@ -37,6 +39,29 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]WalletS
 		entryAmounts, entryCounts = append(entryAmounts, p.RefundedCents), append(entryCounts, int64(p.Failed))
 		entryDescs = append(entryDescs, fmt.Sprintf("refund for %d failed message%s", p.Failed, plural(p.Failed)))
 	}
+	if skipWallets { // the SkipRefunds fault: the drills must notice the ledger disagreeing
+		clear(byAccount)
+	}
+	snaps, err := refundWallets(ctx, tx, byAccount)
+	if err != nil {
+		return nil, err
+	}
+	if len(entryIDs) == 0 {
+		return snaps, nil
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO wallet_transactions (id, account_id, type, amount_cents, sms_count, job_id, description)
+		SELECT u.id, u.account_id, 'refund', u.amount, u.n, u.job_id, u.description
+		FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::uuid[], $6::text[])
+			AS u(id, account_id, amount, n, job_id, description)`,
+		entryIDs, entryAccts, entryAmounts, entryCounts, entryJobs, entryDescs)
+	if err != nil {
+		return nil, fmt.Errorf("record refunds: %w", err)
+	}
+	return snaps, nil
+}
+
+// refundWallets returns cents and parts to wallets, locking them in account order.
+func refundWallets(ctx context.Context, tx pgx.Tx, byAccount map[uuid.UUID]*refund) ([]WalletSnapshot, error) {
 	if len(byAccount) == 0 {
 		return nil, nil
 	}
@@ -72,17 +97,6 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]WalletS
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("refund wallets: %w", err)
-	}
-	if len(entryIDs) == 0 {
-		return snaps, nil
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO wallet_transactions (id, account_id, type, amount_cents, sms_count, job_id, description)
-		SELECT u.id, u.account_id, 'refund', u.amount, u.n, u.job_id, u.description
-		FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::uuid[], $6::text[])
-			AS u(id, account_id, amount, n, job_id, description)`,
-		entryIDs, entryAccts, entryAmounts, entryCounts, entryJobs, entryDescs)
-	if err != nil {
-		return nil, fmt.Errorf("record refunds: %w", err)
 	}
 	return snaps, nil
 }

@@ -21,6 +21,13 @@ type Options struct {
 	URL         string // postgres:// URL; the database it names is created when missing
 	MaxConns    int32  // size of the general pool; 0 keeps pgx's default
 	AcceptConns int32  // size of the pool kept for accepting sends (default 4)
+	Faults      Faults // deliberate defects, for the drills' own tests only
+}
+
+// Faults are deliberate defects a drill turns on to prove it notices them. Only binaries
+// built with -tags faults let the configuration set them.
+type Faults struct {
+	SkipRefunds bool // refunds are written to the ledger but never returned to the wallet
 }
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
@@ -31,6 +38,7 @@ type Store struct {
 	pool   *pgxpool.Pool
 	accept *pgxpool.Pool
 	log    *slog.Logger
+	faults Faults
 }
 
 // Open connects to PostgreSQL, creating the database named in the URL if it does not exist.
@@ -67,7 +75,7 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open accept pool: %w", err)
 	}
-	return &Store{pool: pool, accept: accept, log: log}, nil
+	return &Store{pool: pool, accept: accept, log: log, faults: opts.Faults}, nil
 }
 
 // Close closes every pooled connection.

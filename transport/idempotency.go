@@ -46,7 +46,7 @@ func (s *Server) idempotent(ctx context.Context, rc *fasthttp.RequestCtx, op ide
 		return err
 	}
 	if err := run(&key); err != nil {
-		if wroteNothing(err) {
+		if wroteNothing(err) || s.opts.Faults.ReleaseKeys {
 			if rerr := s.Idempotency.ReleaseIdempotencyKey(context.WithoutCancel(ctx), key); rerr != nil {
 				s.Log.Warn("release idempotency key", "error", rerr) // the lease frees it in time
 			}

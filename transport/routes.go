@@ -58,6 +58,8 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/admin/accounts/{id}/credit", admin, s.credit)
 	s.handle("PUT", "/admin/accounts/{id}/pricing", admin, s.setPricing)
 	s.handle("POST", "/admin/notifications/promo", admin, s.promo)
+	s.handle("GET", "/admin/sim", admin, s.simNetworks)
+	s.handle("PATCH", "/admin/sim/{network}", admin, s.configureSim)
 
 	// Operations.
 	s.handle("GET", "/healthz", public, s.healthz)

@@ -47,10 +47,17 @@ type Options struct {
 	AdminToken         string // empty: the admin API answers 404
 	CodeSecret         []byte // keys the hashes of verification codes
 	CursorSecret       []byte // keys the MACs of list cursors
+	Faults             Faults // deliberate defects, for the drills' own tests only
 	EmailRatePerAddr   redis.Rate
 	EmailRatePerIP     redis.Rate
 	MetricsElsewhere   bool // /metrics is served by the internal listener (InternalHandler), not here
 	Pprof              bool // serve /debug/pprof/* here, behind the admin token
+}
+
+// Faults are deliberate defects a drill turns on to prove it notices them. Only binaries
+// built with -tags faults let the configuration set them.
+type Faults struct {
+	ReleaseKeys bool // an Idempotency-Key is given back after any failure, timeouts included
 }
 
 // Accounts is what the account endpoints need from the store.
@@ -135,6 +142,7 @@ type Deps struct {
 	Limiter     Limiter
 	Checks      []Check
 	Recovery    func() any     // the engine's progress recovering earlier work, shown by /readyz
+	Sims        Simulators     // the simulated networks; nil unless TUMA_CARRIERS=sim
 	Plan        *carriers.Plan // Kenyan numbering plan, for phone fields
 	Engine      Dispatcher
 	Queries     Queries

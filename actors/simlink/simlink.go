@@ -113,6 +113,8 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %w", actors.ErrRejected, err)
 	case errors.Is(err, sim.ErrUnknownMessage):
 		return fmt.Errorf("%w: %w", actors.ErrUnknownMessage, err)
+	case errors.Is(err, sim.ErrDown):
+		return fmt.Errorf("%w: %w", actors.ErrUnavailable, err)
 	case errors.Is(err, sim.ErrLostAnswer):
 		return fmt.Errorf("%w: %w", actors.ErrUnknownOutcome, err)
 	default: // temporary failures, closed networks, cancelled contexts: retry later

@@ -94,6 +94,9 @@ var (
 	// ErrUnknownMessage means Query got an id this network never issued, or
 	// Lookup a message id it has no (remembered) submission of.
 	ErrUnknownMessage = errors.New("sim: unknown message id")
+	// ErrDown means the network cannot be reached at all (Options.Down): nothing was
+	// submitted.
+	ErrDown = errors.New("sim: network unreachable")
 	// ErrLostAnswer means the submit's answer was lost on the way back (a
 	// response timeout): the message may or may not have been accepted.
 	ErrLostAnswer = errors.New("sim: answer lost")
@@ -127,6 +130,9 @@ type Options struct {
 	// ErrLostAnswer: the message was accepted (and gets its receipt) but the
 	// caller never learns its id, as when a response times out. Lookup finds it.
 	LostAnswerRate float64
+	// Down makes the network unreachable: every submit answers ErrDown at once, as a refused
+	// connection would. Pending receipts are still pushed.
+	Down bool
 	// ReceiptDelay is the time from an accepted submit to its final receipt,
 	// rounded up to the millisecond. ReceiptDelay+ReceiptJitter is at most
 	// 7 days.
@@ -221,6 +227,8 @@ type config struct {
 	tps, burst                  float64
 	failure, reject, throttle   float64
 	lost                        float64
+	down                        bool
+	opts                        Options // as configured, for Options
 	receiptDelay, receiptJitter time.Duration
 	// mix holds the cumulative shares of delivered, undeliverable and
 	// expired; the rest is rejected.
@@ -312,6 +320,8 @@ func newConfig(opts Options) (*config, error) {
 		reject:        opts.RejectRate,
 		throttle:      opts.ThrottleRate,
 		lost:          opts.LostAnswerRate,
+		down:          opts.Down,
+		opts:          opts,
 		receiptDelay:  opts.ReceiptDelay,
 		receiptJitter: opts.ReceiptJitter,
 		mix:           [3]float64{1, 1, 1},
@@ -365,6 +375,9 @@ func (n *Network) Configure(opts Options) error {
 	return nil
 }
 
+// Options returns the runtime options last configured (Network, OnReceipt and Seed as at New).
+func (n *Network) Options() Options { return n.cfg.Load().opts }
+
 // Submit hands s to the carrier and returns the provider id it accepted it
 // under, or an error saying why not (see the package documentation for the
 // order of checks and which answers wait for the latency).
@@ -378,6 +391,9 @@ func (n *Network) Submit(ctx context.Context, s Submission) (providerID string, 
 		return "", err
 	}
 	cfg := n.cfg.Load()
+	if cfg.down {
+		return "", ErrDown
+	}
 	d := newDraws(n.seed, seq)
 	if cfg.throttle > 0 && d.float(drawThrottle) < cfg.throttle {
 		n.throttled.Add(1)

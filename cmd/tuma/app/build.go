@@ -26,7 +26,7 @@ import (
 func (a *App) boot(ctx context.Context) (err error) {
 	cfg, log := a.cfg, a.log
 	a.front.SetStage("connecting to PostgreSQL")
-	a.store, err = persistence.Open(ctx, persistence.Options{URL: cfg.DatabaseURL, MaxConns: int32(cfg.DatabaseMaxConns)}, log)
+	a.store, err = persistence.Open(ctx, persistence.Options{URL: cfg.DatabaseURL, MaxConns: int32(cfg.DatabaseMaxConns), Faults: cfg.Faults.store()}, log)
 	if err != nil {
 		return fmt.Errorf("postgresql: %w: %w", errUnreachable, err)
 	}
@@ -92,6 +92,7 @@ func (a *App) boot(ctx context.Context) (err error) {
 		AdminToken:         cfg.AdminToken,
 		CodeSecret:         derive(cfg.JWTSecret, "verification codes"),
 		CursorSecret:       derive(cfg.JWTSecret, "list cursors"),
+		Faults:             cfg.Faults.front(),
 		EmailRatePerAddr:   perPeriod(cfg.EmailsPerHour, time.Hour),
 		EmailRatePerIP:     perPeriod(20*cfg.EmailsPerHour, time.Hour),
 		MetricsElsewhere:   cfg.MetricsAddr != "",
@@ -125,8 +126,18 @@ func (a *App) boot(ctx context.Context) (err error) {
 			{Name: "redis", Critical: false, Probe: a.redis.Ping},
 		},
 		Recovery: func() any { return a.engine.Recovery() },
+		Sims:     a.simControl(),
 	})
 	return err
+}
+
+// simControl is the operators' handle on the simulated networks; none in production or on
+// real carriers.
+func (a *App) simControl() transport.Simulators {
+	if a.sims == nil || a.cfg.Env == "production" {
+		return nil
+	}
+	return simControl{a.sims}
 }
 
 // perPeriod is a budget of n per period as a token bucket (n 0: no limit).
@@ -186,6 +197,7 @@ func (a *App) startEngine(ctx context.Context) error {
 		SharedSender:    cfg.SharedSenderID,
 		ReceiptTimeout:  cfg.ReceiptTimeout,
 		ReceiptDeadline: cfg.ReceiptDeadline,
+		Faults:          cfg.Faults.engine(),
 		LowBalanceCents: cfg.LowBalanceCents,
 		Links:           links,
 	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: cs})

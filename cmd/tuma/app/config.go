@@ -72,6 +72,7 @@ type Config struct {
 	LinkWindow      int
 	ReceiptTimeout  time.Duration
 	ReceiptDeadline time.Duration
+	Faults          Faults
 
 	EmailsPerHour int
 	MailRetryMin  time.Duration

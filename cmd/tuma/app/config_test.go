@@ -245,3 +245,11 @@ func TestComposeStatesItsChoices(t *testing.T) {
 		t.Errorf("compose config: env %q, admin token %q, generated JWT secret %v; want development, off, generated", c.Env, c.AdminToken, c.JWTSecretGenerated)
 	}
 }
+
+// Deliberate defects are refused by every binary but the drills' own (-tags faults).
+func TestFaultsNeedAFaultsBuild(t *testing.T) {
+	_, err := LoadConfig(env(map[string]string{"TUMA_FAULTS": "skip-refunds"}))
+	if err == nil || !strings.Contains(err.Error(), "TUMA_FAULTS") {
+		t.Fatalf("TUMA_FAULTS in a normal build: %v; want it refused, naming the variable", err)
+	}
+}

@@ -172,3 +172,31 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Operators can take a simulated network down and bring it back; its messages wait meanwhile.
+func TestSimulatorControl(t *testing.T) {
+	n := startNode(t, fastSims)
+	a := n.register("simctl@example.com")
+	n.credit(a, "10")
+	if r := n.do("PATCH", "/admin/sim/airtel", `{"down": true}`, adminAuth()...); r.Status != 200 || r.json(t)["down"] != true {
+		t.Fatalf("take airtel down = %d %s", r.Status, r.Body)
+	}
+	n.do("PATCH", "/admin/sim/airtel", `{"failure_rate": 2}`, adminAuth()...).problem(t, 422, "validation_failed")
+	n.do("PATCH", "/admin/sim/vodafone", `{"down": true}`, adminAuth()...).problem(t, 404, "not_found")
+	if r := n.do("PATCH", "/admin/sim/airtel", `{"down": true}`, key(a)...); r.Status != 401 {
+		t.Fatalf("a tenant's key on the admin API = %d; want 401", r.Status)
+	}
+	r := n.send(a, map[string]any{"recipients": []string{"0733000001"}, "message": "hi"})
+	if r.Status != 202 {
+		t.Fatalf("send = %d %s", r.Status, r.Body)
+	}
+	waitFor(t, 10*time.Second, "airtel's breaker to open", func() bool {
+		return n.sqlInt(`SELECT count(*) FROM messages WHERE status = 'queued'`) == 1
+	})
+	n.do("PATCH", "/admin/sim/airtel", `{"down": false}`, adminAuth()...)
+	n.waitDone(a, 1)
+	nets := n.do("GET", "/admin/sim", nil, adminAuth()...).json2(t)
+	if len(nets) != 3 || nets[1].(map[string]any)["accepted"] != 1.0 {
+		t.Errorf("networks = %v; want three, airtel having accepted the message", nets)
+	}
+}

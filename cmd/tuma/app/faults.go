@@ -1,0 +1,48 @@
+// Faults: deliberate defects the drills turn on in their own tests, to prove each drill
+// notices what it checks for. Only a binary built with -tags faults accepts them.
+
+package app
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport"
+)
+
+// faultNames are the defects TUMA_FAULTS may name.
+var faultNames = []string{"skip-refunds", "skip-resume", "release-keys"}
+
+// Faults is the parsed TUMA_FAULTS.
+type Faults []string
+
+func (f *Faults) parse(v string) error {
+	*f = nil
+	if v == "" {
+		return nil
+	}
+	if !faultsBuild {
+		return fmt.Errorf("needs a binary built with -tags faults (the drills build one); this one is not")
+	}
+	for _, name := range strings.Split(v, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(faultNames, name) {
+			return fmt.Errorf("unknown fault %q (%s)", name, strings.Join(faultNames, ", "))
+		}
+		*f = append(*f, name)
+	}
+	return nil
+}
+
+func (f Faults) String() string { return strings.Join(f, ",") }
+
+func (f Faults) has(name string) bool { return slices.Contains(f, name) }
+
+func (f Faults) store() persistence.Faults {
+	return persistence.Faults{SkipRefunds: f.has("skip-refunds")}
+}
+func (f Faults) engine() actors.Faults   { return actors.Faults{SkipResume: f.has("skip-resume")} }
+func (f Faults) front() transport.Faults { return transport.Faults{ReleaseKeys: f.has("release-keys")} }
