@@ -12,7 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/tuma-sms/tuma/transport"
+	tapi "github.com/tuma-sms/tuma/transport/api"
 )
 
 // api talks to the Tuma under test. Safe for concurrent use.
@@ -46,7 +46,7 @@ func newAPI(cfg Config) *api {
 type call struct {
 	status    int
 	body      []byte
-	metricsAt string // the server's time of a /metrics reading (transport.MetricsTimeHeader)
+	metricsAt string // the server's time of a /metrics reading (tapi.MetricsTimeHeader)
 	err       error
 }
 
@@ -69,7 +69,7 @@ func (a *api) do(ctx context.Context, method, path string, body []byte, headers 
 		return call{err: fmt.Errorf("%s %s: %w", method, path, err)}
 	}
 	return call{status: resp.StatusCode(), body: append([]byte(nil), resp.Body()...),
-		metricsAt: string(resp.Header.Peek(transport.MetricsTimeHeader))}
+		metricsAt: string(resp.Header.Peek(tapi.MetricsTimeHeader))}
 }
 
 func (a *api) prepare(req *fasthttp.Request, method, path string, body []byte, headers ...string) {

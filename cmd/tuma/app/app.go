@@ -20,7 +20,7 @@ import (
 	"github.com/tuma-sms/tuma/actors/simlink"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/redis"
-	"github.com/tuma-sms/tuma/transport"
+	"github.com/tuma-sms/tuma/transport/api"
 	"github.com/tuma-sms/tuma/transport/mail"
 	"github.com/tuma-sms/tuma/transport/payments"
 )
@@ -39,7 +39,7 @@ type App struct {
 	cfg      Config
 	log      *slog.Logger
 	registry *prometheus.Registry
-	front    *transport.Front // serves from the start; the full front door is attached once booted
+	front    *api.Front // serves from the start; the full front door is attached once booted
 	ln       net.Listener
 	internal *fasthttp.Server // /metrics and pprof on TUMA_METRICS_ADDR; nil when unset
 	iln      net.Listener
@@ -54,7 +54,7 @@ type App struct {
 	outbox  *mail.Outbox
 	confirm *payments.Confirmer
 	hooks   *payments.SandboxHooks // nil unless the sandbox provider is on
-	http    *transport.Server
+	http    *api.Server
 }
 
 // Option adjusts how a node is built (tests).
@@ -91,12 +91,12 @@ func New(_ context.Context, cfg Config, log *slog.Logger, opts ...Option) (*App,
 			return nil, fmt.Errorf("listen on %s (TUMA_METRICS_ADDR): %w", cfg.MetricsAddr, err)
 		}
 		a.internal = &fasthttp.Server{
-			Handler: transport.InternalHandler(a.registry, log), Name: "tuma-internal", NoDefaultServerHeader: true,
+			Handler: api.InternalHandler(a.registry, log), Name: "tuma-internal", NoDefaultServerHeader: true,
 			ReadTimeout: 30 * time.Second, WriteTimeout: 2 * time.Minute, // a CPU profile takes its seconds
 			IdleTimeout: 90 * time.Second, CloseOnShutdown: true,
 		}
 	}
-	a.front = transport.NewFront(cfg.MaxBodyBytes, a.registry, log)
+	a.front = api.NewFront(cfg.MaxBodyBytes, a.registry, log)
 	return a, nil
 }
 

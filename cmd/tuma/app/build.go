@@ -14,7 +14,7 @@ import (
 	"github.com/tuma-sms/tuma/carriers/sim"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/redis"
-	"github.com/tuma-sms/tuma/transport"
+	"github.com/tuma-sms/tuma/transport/api"
 	"github.com/tuma-sms/tuma/transport/auth"
 	"github.com/tuma-sms/tuma/transport/mail"
 	"github.com/tuma-sms/tuma/transport/payments"
@@ -74,7 +74,7 @@ func (a *App) boot(ctx context.Context) (err error) {
 	tokens := auth.NewTokens([]byte(cfg.JWTSecret), a.now)
 	principals := redis.NewPrincipals(a.redis, 5*time.Minute)
 	loginPerSecond := float64(cfg.LoginPerMinute) / 60
-	a.http, err = transport.New(transport.Options{
+	a.http, err = api.New(api.Options{
 		PublicURL:          cfg.PublicURL,
 		DashboardURL:       cfg.DashboardURL,
 		MaxBodyBytes:       cfg.MaxBodyBytes,
@@ -97,7 +97,7 @@ func (a *App) boot(ctx context.Context) (err error) {
 		EmailRatePerIP:     perPeriod(20*cfg.EmailsPerHour, time.Hour),
 		MetricsElsewhere:   cfg.MetricsAddr != "",
 		Pprof:              cfg.Pprof,
-	}, transport.Deps{
+	}, api.Deps{
 		Log:         log,
 		Registerer:  a.registry,
 		Gatherer:    a.registry,
@@ -121,7 +121,7 @@ func (a *App) boot(ctx context.Context) (err error) {
 		PaymentStore:   a.store,
 		WebhookSchemes: payments.Schemes{payments.PaystackHMAC{Secret: []byte(cfg.PaymentSecretKey)}},
 		Sandbox:        sandbox,
-		Checks: []transport.Check{
+		Checks: []api.Check{
 			{Name: "postgres", Critical: true, Probe: a.store.Ping},
 			{Name: "redis", Critical: false, Probe: a.redis.Ping},
 		},
@@ -133,7 +133,7 @@ func (a *App) boot(ctx context.Context) (err error) {
 
 // simControl is the operators' handle on the simulated networks; none in production or on
 // real carriers.
-func (a *App) simControl() transport.Simulators {
+func (a *App) simControl() api.Simulators {
 	if a.sims == nil || a.cfg.Env == "production" {
 		return nil
 	}
@@ -150,16 +150,16 @@ func perPeriod(n int, period time.Duration) redis.Rate {
 
 // buildPayments makes the payment provider: Paystack, or the sandbox, which this node serves
 // itself in Paystack's wire format and reaches through the same client over loopback.
-func (a *App) buildPayments() (transport.PaymentProvider, *transport.Sandbox) {
+func (a *App) buildPayments() (api.PaymentProvider, *api.Sandbox) {
 	cfg := a.cfg
 	secret := cfg.PaymentSecretKey
-	var sandbox *transport.Sandbox
+	var sandbox *api.Sandbox
 	p := payments.NewPaystack("paystack", cfg.PaystackBaseURL, secret, nil)
 	if cfg.PaymentProvider == "sandbox" {
 		self := "http://" + listenURLHost(a.ln.Addr().String())
 		p = payments.NewPaystack("sandbox", self+"/sandbox/paystack", secret, nil)
 		a.hooks = payments.NewSandboxHooks(a.store, self+"/payments/webhook", []byte(secret), cfg.MailRetryMin, a.log)
-		sandbox = &transport.Sandbox{Store: a.store, Hooks: a.hooks, Secret: secret}
+		sandbox = &api.Sandbox{Store: a.store, Hooks: a.hooks, Secret: secret}
 	}
 	a.confirm = payments.NewConfirmer(p, a.store, a.engine, a.log, a.now)
 	return p, sandbox

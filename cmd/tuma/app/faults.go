@@ -10,7 +10,7 @@ import (
 
 	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/persistence"
-	"github.com/tuma-sms/tuma/transport"
+	"github.com/tuma-sms/tuma/transport/api"
 )
 
 // faultNames are the defects TUMA_FAULTS may name.
@@ -44,5 +44,5 @@ func (f Faults) has(name string) bool { return slices.Contains(f, name) }
 func (f Faults) store() persistence.Faults {
 	return persistence.Faults{SkipRefunds: f.has("skip-refunds")}
 }
-func (f Faults) engine() actors.Faults   { return actors.Faults{SkipResume: f.has("skip-resume")} }
-func (f Faults) front() transport.Faults { return transport.Faults{ReleaseKeys: f.has("release-keys")} }
+func (f Faults) engine() actors.Faults { return actors.Faults{SkipResume: f.has("skip-resume")} }
+func (f Faults) front() api.Faults     { return api.Faults{ReleaseKeys: f.has("release-keys")} }

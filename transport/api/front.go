@@ -1,0 +1,120 @@
+// The front: the listener side of the HTTP front door, serving from the moment the process
+// starts.
+
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+)
+
+// Front accepts connections from the moment the process starts. While the node boots
+// (connecting to its stores, migrating, starting the engine) it answers /healthz (alive),
+// /readyz (503, with the boot stage) and /metrics itself, and every other request with 503
+// and Retry-After; once the node is up, Attach hands every request to the full Server. A
+// restart after a crash is then visible to probes at once, whatever the node must do before
+// it can take writes.
+type Front struct {
+	http     *fasthttp.Server
+	log      *slog.Logger
+	maxBody  int
+	server   atomic.Pointer[Server]
+	stage    atomic.Pointer[string]
+	gatherer prometheus.Gatherer
+}
+
+// NewFront builds the front; maxBody bounds request bodies (413 beyond).
+func NewFront(maxBody int, gatherer prometheus.Gatherer, log *slog.Logger) *Front {
+	if maxBody <= 0 {
+		maxBody = 4 << 20
+	}
+	f := &Front{log: log, maxBody: maxBody, gatherer: gatherer}
+	f.SetStage("starting")
+	f.http = &fasthttp.Server{
+		Handler:               f.handle,
+		Name:                  "tuma",
+		NoDefaultServerHeader: true,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           90 * time.Second, // without it keep-alive connections hold up Shutdown
+		MaxRequestBodySize:    maxBody,
+		CloseOnShutdown:       true,
+		ErrorHandler:          f.transportError,
+		Logger:                fasthttpLogger{log},
+	}
+	return f
+}
+
+// SetStage says what the node is doing while it boots (shown by /readyz).
+func (f *Front) SetStage(stage string) { f.stage.Store(&stage) }
+
+// Attach hands every request to s from now on.
+func (f *Front) Attach(s *Server) { f.server.Store(s) }
+
+// Serve accepts connections on ln until Shutdown.
+func (f *Front) Serve(ln net.Listener) error { return f.http.Serve(ln) }
+
+// Shutdown stops accepting connections and waits for in-flight requests, up to ctx.
+func (f *Front) Shutdown(ctx context.Context) error {
+	err := f.http.ShutdownWithContext(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("http shutdown: requests still running: %w", err)
+	}
+	return err
+}
+
+func (f *Front) handle(rc *fasthttp.RequestCtx) {
+	if s := f.server.Load(); s != nil {
+		s.router.Handler(rc)
+		return
+	}
+	switch string(rc.Path()) {
+	case "/healthz":
+		_ = writeJSON(rc, http.StatusOK, map[string]string{"status": "ok"})
+	case "/readyz":
+		rc.Response.Header.Set("Retry-After", "1")
+		_ = writeJSON(rc, http.StatusServiceUnavailable, readiness{Status: "starting", Stage: *f.stage.Load(), Checks: map[string]checkJSON{}})
+	case "/metrics":
+		_ = metricsHandler(f.gatherer, f.log)(context.Background(), rc)
+	case "/openapi.json":
+		_ = openAPI(context.Background(), rc)
+	case "/docs":
+		_ = docs(context.Background(), rc)
+	default:
+		if name, ok := strings.CutPrefix(string(rc.Path()), "/docs/"); ok {
+			rc.SetUserValue("filepath", name)
+			if err := docsAssets(context.Background(), rc); err != nil {
+				writeProblem(rc, problemFor(err))
+			}
+			return
+		}
+		p := newProblem(http.StatusServiceUnavailable, "starting", "the service is starting; retry shortly")
+		p.RetryAfter = 1
+		writeProblem(rc, p)
+	}
+}
+
+// transportError answers requests fasthttp could not parse, before routing.
+func (f *Front) transportError(rc *fasthttp.RequestCtx, err error) {
+	var p *Problem
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		p = newProblem(http.StatusRequestEntityTooLarge, "body_too_large",
+			fmt.Sprintf("the request body is larger than %d bytes", f.maxBody))
+	} else {
+		p = newProblem(http.StatusBadRequest, "malformed_request", "the HTTP request could not be parsed")
+	}
+	if s := f.server.Load(); s != nil {
+		s.metrics.requests.WithLabelValues("unparsed", "other", fmt.Sprint(p.Status)).Inc()
+	}
+	writeProblem(rc, p)
+}

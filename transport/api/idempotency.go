@@ -1,0 +1,121 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/payments"
+)
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 255
+
+// persistenceLeaseMargin keeps an in-flight claim a little longer than its request may run.
+const persistenceLeaseMargin = 5 * time.Second
+
+// idempotentOp says whose key space a request's Idempotency-Key lives in and how to answer
+// a replay whose first response was recorded only as the resource it created.
+type idempotentOp struct {
+	scope        uuid.UUID // the account the key belongs to
+	namespace    string    // keeps operators' keys apart from the tenant's own ("admin:")
+	fromResource func(ctx context.Context, scope, resource uuid.UUID) (any, error)
+}
+
+// idempotent runs a POST that honours Idempotency-Key. A replay of a completed request answers
+// as the first time did and runs nothing; a retry of one still running waits for its outcome.
+// run completes the key in the transaction that makes its effect durable. When run fails, the
+// key is given back only if the failure provably wrote nothing (see wroteNothing): after a
+// timeout the effect may still commit, so the key stays claimed and a retry replays it.
+func (s *Server) idempotent(ctx context.Context, rc *fasthttp.RequestCtx, op idempotentOp, run func(key *persistence.IdempotencyKey) error) error {
+	raw := rc.Request.Header.Peek("Idempotency-Key")
+	if len(raw) == 0 {
+		return run(nil)
+	}
+	if len(raw) > maxIdempotencyKey {
+		return badRequest("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters")
+	}
+	key, replay, err := s.claim(ctx, rc, op, persistence.IdempotencyKey{AccountID: op.scope, Key: op.namespace + string(raw)})
+	if err != nil || replay {
+		return err
+	}
+	if err := run(&key); err != nil {
+		if wroteNothing(err) || s.opts.Faults.ReleaseKeys {
+			if rerr := s.Idempotency.ReleaseIdempotencyKey(context.WithoutCancel(ctx), key); rerr != nil {
+				s.Log.Warn("release idempotency key", "error", rerr) // the lease frees it in time
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// wroteNothing reports a failure that provably happened before any effect: a refused request
+// (validation, an unknown sender), a send the balance cannot cover, an engine not taking
+// commands, a payment provider that never opened the checkout. Timeouts and store errors are
+// unknown outcomes.
+func wroteNothing(err error) bool {
+	var p *Problem
+	switch {
+	case errors.As(err, &p):
+		return p.Status < 500
+	case errors.As(err, new(*actors.InsufficientBalanceError)),
+		errors.Is(err, actors.ErrStopping),
+		errors.Is(err, payments.ErrUnavailable):
+		return true
+	}
+	return false
+}
+
+// claim takes the key for this request. replay is true when it answered with the stored
+// response of an earlier identical request. While that request is still running, claim waits
+// for its outcome (polling, within this request's deadline) and replays it.
+func (s *Server) claim(ctx context.Context, rc *fasthttp.RequestCtx, op idempotentOp, k persistence.IdempotencyKey) (persistence.IdempotencyKey, bool, error) {
+	h := sha256.New()
+	h.Write(rc.Method())
+	h.Write([]byte{0})
+	h.Write(rc.Path())
+	h.Write([]byte{0})
+	h.Write(rc.PostBody())
+	hash := h.Sum(nil)
+	wait := 20 * time.Millisecond
+	for {
+		claimed, stored, err := s.Idempotency.ClaimIdempotencyKey(ctx, k, hash, s.opts.RequestTimeout+persistenceLeaseMargin)
+		if errors.Is(err, persistence.ErrIdempotencyBusy) {
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) > wait+time.Second {
+				select {
+				case <-time.After(wait):
+					wait = min(2*wait, 500*time.Millisecond)
+					continue
+				case <-ctx.Done():
+				}
+			}
+		}
+		if err != nil || stored == nil {
+			return claimed, false, err
+		}
+		return claimed, true, s.replay(ctx, rc, op, stored)
+	}
+}
+
+// replay answers with a completed key's first response.
+func (s *Server) replay(ctx context.Context, rc *fasthttp.RequestCtx, op idempotentOp, stored *persistence.StoredResponse) error {
+	rc.Response.Header.Set("Idempotent-Replayed", "true")
+	if stored.Body == nil && stored.ResourceID != nil && op.fromResource != nil {
+		v, err := op.fromResource(ctx, op.scope, *stored.ResourceID)
+		if err != nil {
+			return err
+		}
+		return writeJSON(rc, stored.Status, v)
+	}
+	rc.Response.Header.SetContentType("application/json; charset=utf-8")
+	rc.SetStatusCode(stored.Status)
+	rc.SetBody(stored.Body)
+	return nil
+}

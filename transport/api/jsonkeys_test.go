@@ -1,0 +1,97 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+)
+
+func TestDuplicateKey(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		dup  string // "" when none
+	}{
+		{`{"a":1,"b":2}`, ""},
+		{`{"a":1,"a":2}`, "a"},
+		{`{"recipients":["x"],"Recipients":["y"]}`, "Recipients"},
+		{`{"a":1,"\u0061":2}`, "a"},
+		{`{"K":1,"\u212a":2}`, "\u212a"}, // KELVIN SIGN folds to k, as encoding/json matches it
+		{`{"a":{"b":1},"b":{"a":1}}`, ""},
+		{`{"a":{"b":1,"b":2}}`, "b"},
+		{`[{"a":1},{"a":1}]`, ""},
+		{`{"a":"\"a\":","b":1}`, ""},
+		{`{"a":[{"x":1}],"c":{"x":[1,{"x":2}]}}`, ""},
+		{`{"s":"}","s":"{"}`, "s"},
+	} {
+		name, dup := duplicateKey([]byte(tc.body))
+		if dup != (tc.dup != "") || name != tc.dup {
+			t.Errorf("duplicateKey(%s) = %q, %v; want %q", tc.body, name, dup, tc.dup)
+		}
+	}
+}
+
+// FuzzDuplicateKey holds the byte scanner to a reference built on encoding/json's tokens.
+func FuzzDuplicateKey(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":[1,{"c":"d"}]},"e":null}`, `[1,"a",{"A":1,"a":2}]`,
+		`{"\u00e9":1,"\u00c9":2}`, `{"x":"\\"}`, `"str"`, `{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		want := referenceDuplicate(t, b)
+		_, got := duplicateKey(b)
+		if got != want {
+			t.Fatalf("duplicateKey(%q) = %v; reference says %v", b, got, want)
+		}
+	})
+}
+
+func referenceDuplicate(t *testing.T, b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		object bool
+		key    bool
+		seen   []string
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("token: %v", err)
+		}
+		top := len(stack) - 1
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				if top >= 0 && stack[top].object {
+					stack[top].key = true
+				}
+				stack = append(stack, frame{object: v == '{', key: true})
+			} else {
+				stack = stack[:top]
+			}
+			continue
+		case string:
+			if top >= 0 && stack[top].object && stack[top].key {
+				for _, s := range stack[top].seen {
+					if bytes.EqualFold([]byte(s), []byte(v)) {
+						return true
+					}
+				}
+				stack[top].seen = append(stack[top].seen, v)
+				stack[top].key = false
+				continue
+			}
+		}
+		if top >= 0 && stack[top].object {
+			stack[top].key = true
+		}
+	}
+}

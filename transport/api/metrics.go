@@ -1,0 +1,105 @@
+package api
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// httpMetrics are labelled by route template (never the raw path), a fixed set of methods and
+// the status code, so no client can create series at will.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+	panics   prometheus.Counter
+	depUp    *prometheus.GaugeVec // dependency: 1 up, 0 down, as last probed
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tuma", Subsystem: "http", Name: "requests_total",
+			Help: "HTTP requests by route template, method and status code.",
+		}, []string{"route", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "tuma", Subsystem: "http", Name: "request_duration_seconds",
+			Help:    "HTTP request latency by route template and method.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .02, .04, .06, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "method"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "tuma", Subsystem: "http", Name: "requests_in_flight",
+			Help: "HTTP requests being served now.",
+		}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "tuma", Subsystem: "http", Name: "panics_total",
+			Help: "Handler panics recovered into 500 responses.",
+		}),
+		depUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "tuma", Subsystem: "dependency", Name: "up",
+			Help: "Whether a dependency answered its last probe (1) or not (0): postgres, redis.",
+		}, []string{"dependency"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.panics, m.depUp} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// methodLabel maps a request method to a bounded label: the standard methods, else "other".
+func methodLabel(m []byte) string {
+	switch string(m) {
+	case "GET":
+		return "GET"
+	case "POST":
+		return "POST"
+	case "PUT":
+		return "PUT"
+	case "PATCH":
+		return "PATCH"
+	case "DELETE":
+		return "DELETE"
+	case "HEAD":
+		return "HEAD"
+	case "OPTIONS":
+		return "OPTIONS"
+	}
+	return "other"
+}
+
+func (m *httpMetrics) observe(route, method string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+// routeMetrics are one route's series, looked up once: finding a labelled child hashes its
+// labels under a lock, a noticeable share of a cached-key request.
+type routeMetrics struct {
+	m             *httpMetrics
+	route, method string
+	duration      prometheus.Observer
+	codes         [600]atomic.Pointer[prometheus.Counter] // by status code, filled as they occur
+}
+
+func (m *httpMetrics) forRoute(route, method string) *routeMetrics {
+	return &routeMetrics{m: m, route: route, method: method, duration: m.duration.WithLabelValues(route, method)}
+}
+
+func (r *routeMetrics) observe(status int, d time.Duration) {
+	r.duration.Observe(d.Seconds())
+	if status < 0 || status >= len(r.codes) {
+		r.m.requests.WithLabelValues(r.route, r.method, strconv.Itoa(status)).Inc()
+		return
+	}
+	c := r.codes[status].Load()
+	if c == nil {
+		cc := r.m.requests.WithLabelValues(r.route, r.method, strconv.Itoa(status))
+		c = &cc
+		r.codes[status].Store(c)
+	}
+	(*c).Inc()
+}

@@ -1,0 +1,146 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/auth"
+	"github.com/tuma-sms/tuma/transport/payments"
+)
+
+// FieldError names one invalid input field.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Problem is an RFC 9457 problem detail, the body of every error response.
+type Problem struct {
+	Type   string       `json:"type"`
+	Title  string       `json:"title"`
+	Status int          `json:"status"`
+	Detail string       `json:"detail,omitempty"`
+	Code   string       `json:"code"`
+	Errors []FieldError `json:"errors,omitempty"`
+
+	// Extra members (e.g. attempts_remaining) appear at the top level of the body.
+	Extra map[string]any `json:"-"`
+	// RetryAfter, in seconds, is sent as the Retry-After header on 429 and 503.
+	RetryAfter int `json:"-"`
+}
+
+// Error makes a Problem usable as an error inside transport.
+func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
+
+// MarshalJSON flattens Extra into the body.
+func (p *Problem) MarshalJSON() ([]byte, error) {
+	type plain Problem
+	b, err := json.Marshal((*plain)(p))
+	if err != nil || len(p.Extra) == 0 {
+		return b, err
+	}
+	extra, err := json.Marshal(p.Extra)
+	if err != nil {
+		return nil, err
+	}
+	// Splice {"a":1} + {"b":2} → {"a":1,"b":2}.
+	out := append(b[:len(b)-1:len(b)-1], ',')
+	return append(out, extra[1:]...), nil
+}
+
+func newProblem(status int, code, detail string) *Problem {
+	return &Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+}
+
+// Constructors for the problems handlers raise themselves.
+func badRequest(code, detail string) error { return newProblem(http.StatusBadRequest, code, detail) }
+func notFound(detail string) error         { return newProblem(http.StatusNotFound, "not_found", detail) }
+func conflict(code, detail string) error   { return newProblem(http.StatusConflict, code, detail) }
+func unauthorized(code, detail string) error {
+	return newProblem(http.StatusUnauthorized, code, detail)
+}
+
+func invalid(errs ...FieldError) *Problem {
+	p := newProblem(http.StatusUnprocessableEntity, "validation_failed", "the request has invalid fields")
+	if len(errs) == 1 {
+		p.Detail = errs[0].Field + ": " + errs[0].Message
+	}
+	p.Errors = errs
+	return p
+}
+
+func tooManyRequests(code, detail string, retryAfterSeconds int) error {
+	p := newProblem(http.StatusTooManyRequests, code, detail)
+	p.RetryAfter = max(retryAfterSeconds, 1)
+	return p
+}
+
+// problemFor is the one place where errors become HTTP statuses. Domain packages return typed
+// errors; anything unrecognised is a 500 that reveals nothing about its cause.
+func problemFor(err error) *Problem {
+	var p *Problem
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.As(err, new(*actors.InsufficientBalanceError)):
+		var ib *actors.InsufficientBalanceError
+		errors.As(err, &ib)
+		return newProblem(http.StatusPaymentRequired, "insufficient_balance", ib.Error())
+	case errors.Is(err, persistence.ErrInsufficientBalance):
+		return newProblem(http.StatusPaymentRequired, "insufficient_balance", "the balance cannot cover this send")
+	case errors.Is(err, payments.ErrUnavailable):
+		p := newProblem(http.StatusServiceUnavailable, "payment_provider_unavailable",
+			"the payment provider cannot be reached; nothing was charged, try again shortly")
+		p.RetryAfter = 30
+		return p
+	case errors.Is(err, actors.ErrStopping), errors.Is(err, actors.ErrBusy):
+		p := newProblem(http.StatusServiceUnavailable, "unavailable", "the service is busy or restarting; retry shortly")
+		p.RetryAfter = 2
+		return p
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return newProblem(http.StatusUnauthorized, "unauthenticated", "missing or invalid credentials")
+	case errors.Is(err, auth.ErrSuspended):
+		return newProblem(http.StatusForbidden, "account_suspended", "this account is suspended")
+	case errors.Is(err, persistence.ErrNotFound):
+		return newProblem(http.StatusNotFound, "not_found", "no such resource")
+	case errors.Is(err, persistence.ErrEmailTaken):
+		return newProblem(http.StatusConflict, "email_taken", "an account with this email already exists")
+	case errors.Is(err, persistence.ErrTokenInvalid):
+		return newProblem(http.StatusUnauthorized, "invalid_refresh_token", "the refresh token is invalid or expired")
+	case errors.Is(err, persistence.ErrTokenReused):
+		return newProblem(http.StatusUnauthorized, "refresh_token_reused",
+			"this refresh token was already used; every session started from the same login has been ended")
+	case errors.Is(err, persistence.ErrIdempotencyBusy), errors.Is(err, persistence.ErrIdempotencyLost):
+		return newProblem(http.StatusConflict, "idempotency_key_in_use", "a request with this Idempotency-Key is still being processed")
+	case errors.Is(err, persistence.ErrIdempotencyUsed):
+		return newProblem(http.StatusUnprocessableEntity, "idempotency_key_reused",
+			"this Idempotency-Key was already used with a different request")
+	}
+	return newProblem(http.StatusInternalServerError, "internal_error", "an unexpected error occurred; it has been logged")
+}
+
+// writeProblem sends p as application/problem+json with the headers its status calls for.
+func writeProblem(rc *fasthttp.RequestCtx, p *Problem) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		body = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500,"code":"internal_error"}`)
+		p = newProblem(http.StatusInternalServerError, "internal_error", "")
+	}
+	rc.Response.Header.SetContentType("application/problem+json")
+	switch p.Status {
+	case http.StatusUnauthorized:
+		rc.Response.Header.Set("WWW-Authenticate", `Bearer realm="tuma"`)
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		if p.RetryAfter > 0 {
+			rc.Response.Header.Set("Retry-After", strconv.Itoa(p.RetryAfter))
+		}
+	}
+	rc.SetStatusCode(p.Status)
+	rc.SetBody(body)
+}

@@ -1,0 +1,90 @@
+// Simulator control: operators (and the drills) change the simulated networks at run time,
+// to take one down, slow it or pause it. Off unless the node runs on simulated carriers.
+
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/carriers"
+)
+
+// SimNetwork is one simulated network's settings and what it did so far.
+type SimNetwork struct {
+	Network        string  `json:"network"`
+	LatencyMS      float64 `json:"latency_ms"`
+	TPS            float64 `json:"tps"`
+	FailureRate    float64 `json:"failure_rate"`
+	RejectRate     float64 `json:"reject_rate"`
+	ThrottleRate   float64 `json:"throttle_rate"`
+	LostAnswerRate float64 `json:"lost_answer_rate"`
+	ReceiptDelayMS float64 `json:"receipt_delay_ms"`
+	Down           bool    `json:"down"`
+	Submits        uint64  `json:"submits"`
+	Accepted       uint64  `json:"accepted"`
+	Throttled      uint64  `json:"throttled"`
+	Receipts       uint64  `json:"receipts"`
+}
+
+// SimPatch changes some settings of a simulated network (nil: unchanged).
+type SimPatch struct {
+	LatencyMS      *float64 `json:"latency_ms"`
+	TPS            *float64 `json:"tps"`
+	FailureRate    *float64 `json:"failure_rate"`
+	RejectRate     *float64 `json:"reject_rate"`
+	ThrottleRate   *float64 `json:"throttle_rate"`
+	LostAnswerRate *float64 `json:"lost_answer_rate"`
+	ReceiptDelayMS *float64 `json:"receipt_delay_ms"`
+	Down           *bool    `json:"down"`
+}
+
+// Simulators are the node's simulated networks.
+type Simulators interface {
+	Networks() []SimNetwork
+	Configure(n carriers.Network, p SimPatch) (SimNetwork, error)
+}
+
+func (s *Server) simNetworks(_ context.Context, rc *fasthttp.RequestCtx) error {
+	if s.Sims == nil {
+		return notFound("the node does not run on simulated networks")
+	}
+	return writeJSON(rc, http.StatusOK, s.Sims.Networks())
+}
+
+func (s *Server) configureSim(_ context.Context, rc *fasthttp.RequestCtx) error {
+	if s.Sims == nil {
+		return notFound("the node does not run on simulated networks")
+	}
+	name, _ := rc.UserValue("network").(string)
+	n, ok := carriers.ParseNetwork(name)
+	if !ok {
+		return notFound("no such network")
+	}
+	var p SimPatch
+	if err := decodeJSON(rc, &p); err != nil {
+		return err
+	}
+	var fe fieldErrors
+	for field, v := range map[string]*float64{"failure_rate": p.FailureRate, "reject_rate": p.RejectRate,
+		"throttle_rate": p.ThrottleRate, "lost_answer_rate": p.LostAnswerRate} {
+		if v != nil && (*v < 0 || *v > 1) {
+			fe.add(field, "must be a probability from 0 to 1")
+		}
+	}
+	for field, v := range map[string]*float64{"latency_ms": p.LatencyMS, "tps": p.TPS, "receipt_delay_ms": p.ReceiptDelayMS} {
+		if v != nil && (*v < 0 || *v > 7*24*3600*1000) {
+			fe.add(field, "must be a non-negative number")
+		}
+	}
+	if err := fe.err(); err != nil {
+		return err
+	}
+	out, err := s.Sims.Configure(n, p)
+	if err != nil {
+		return invalid(FieldError{Field: "body", Message: err.Error()})
+	}
+	return writeJSON(rc, http.StatusOK, out)
+}
