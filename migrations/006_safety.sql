@@ -68,3 +68,17 @@ FROM (SELECT m.job_id,
       FROM open_jobs o JOIN messages m ON m.job_id = o.job_id GROUP BY m.job_id) c
 WHERE j.id = c.job_id;
 ALTER TABLE progress_log ADD COLUMN finished integer[] NOT NULL DEFAULT '{}'; -- three per job
+
+-- Ids made in SQL (broadcast notifications) keep their order within a millisecond: the
+-- twelve bits after the millisecond carry its fraction (RFC 9562, method 3), so two broadcasts
+-- a few microseconds apart list in the order they were made.
+CREATE OR REPLACE FUNCTION tuma_uuidv7() RETURNS uuid AS $$
+DECLARE
+    us bigint := floor(extract(epoch FROM clock_timestamp()) * 1000000);
+    b  bytea  := uuid_send(gen_random_uuid()); -- random, with the RFC 4122 variant bits
+BEGIN
+    b := overlay(b PLACING substring(int8send(us / 1000) FROM 3) FROM 1 FOR 6);            -- 48 bits of Unix ms
+    b := overlay(b PLACING int2send((28672 | ((us % 1000) * 4096 / 1000))::smallint) FROM 7 FOR 2); -- version 7, ms fraction
+    RETURN encode(b, 'hex')::uuid;
+END
+$$ LANGUAGE plpgsql VOLATILE;

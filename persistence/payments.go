@@ -279,8 +279,10 @@ func (s *Store) RecordWebhook(ctx context.Context, provider, event, reference st
 func (s *Store) LowBalanceAlert(ctx context.Context, accountID uuid.UUID, thresholdCents int64, n NewNotification) (bool, error) {
 	added := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The tenant actor decided from the balances it saw, in order; the balance now may
+		// already be another send's. The flag only keeps the decision across restarts.
 		tag, err := tx.Exec(ctx, `UPDATE wallets SET low_balance_alerted = true
-			WHERE account_id = $1 AND NOT low_balance_alerted AND balance_cents < $2`, accountID, thresholdCents)
+			WHERE account_id = $1 AND NOT low_balance_alerted`, accountID)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
@@ -297,7 +299,7 @@ func (s *Store) LowBalanceAlert(ctx context.Context, accountID uuid.UUID, thresh
 // the threshold again.
 func (s *Store) LowBalanceRecovered(ctx context.Context, accountID uuid.UUID, thresholdCents int64) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE wallets SET low_balance_alerted = false
-		WHERE account_id = $1 AND low_balance_alerted AND balance_cents >= $2`, accountID, thresholdCents); err != nil {
+		WHERE account_id = $1 AND low_balance_alerted`, accountID); err != nil {
 		return fmt.Errorf("low balance recovered: %w", err)
 	}
 	return nil
