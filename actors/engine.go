@@ -39,8 +39,8 @@ type Store interface {
 	Marks(ctx context.Context, before uuid.UUID) (persistence.Marked, error)
 	Credit(ctx context.Context, c persistence.NewCredit) (persistence.WalletSnapshot, error)
 	ConfirmPayment(ctx context.Context, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error)
-	LowBalanceAlert(ctx context.Context, accountID uuid.UUID, thresholdCents int64, n persistence.NewNotification) (bool, error)
-	LowBalanceRecovered(ctx context.Context, accountID uuid.UUID, thresholdCents int64) error
+	LowBalanceAlert(ctx context.Context, accountID uuid.UUID, n persistence.NewNotification) (bool, error)
+	LowBalanceRecovered(ctx context.Context, accountID uuid.UUID) error
 	SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error
 }
 

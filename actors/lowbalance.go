@@ -20,7 +20,7 @@ func (t *tenantActor) alertLowBalance(ctx actor.Context) {
 	t.lowAlerted = true
 	notice := lowBalanceNotice(t.wallet.BalanceCents, limit)
 	t.lowBalanceWrite(ctx, func(c context.Context) error {
-		_, err := t.e.store.LowBalanceAlert(c, t.id, limit, notice)
+		_, err := t.e.store.LowBalanceAlert(c, t.id, notice)
 		return err
 	})
 }
@@ -33,7 +33,7 @@ func (t *tenantActor) rearmLowBalance(ctx actor.Context) {
 		return
 	}
 	t.lowAlerted = false
-	t.lowBalanceWrite(ctx, func(c context.Context) error { return t.e.store.LowBalanceRecovered(c, t.id, limit) })
+	t.lowBalanceWrite(ctx, func(c context.Context) error { return t.e.store.LowBalanceRecovered(c, t.id) })
 }
 
 // lowBalanceWrite runs the account's low-balance flag writes one at a time, in order: a

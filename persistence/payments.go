@@ -275,8 +275,9 @@ func (s *Store) RecordWebhook(ctx context.Context, provider, event, reference st
 
 // LowBalanceAlert records that an account was told its balance is low, and adds the
 // notification, unless it was already told since the balance last recovered. It reports
-// whether the notification was added.
-func (s *Store) LowBalanceAlert(ctx context.Context, accountID uuid.UUID, thresholdCents int64, n NewNotification) (bool, error) {
+// whether the notification was added. The caller (the tenant actor) decides when the balance
+// is low; the store only keeps that decision once across restarts and nodes.
+func (s *Store) LowBalanceAlert(ctx context.Context, accountID uuid.UUID, n NewNotification) (bool, error) {
 	added := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The tenant actor decided from the balances it saw, in order; the balance now may
@@ -295,9 +296,9 @@ func (s *Store) LowBalanceAlert(ctx context.Context, accountID uuid.UUID, thresh
 	return added, nil
 }
 
-// LowBalanceRecovered re-arms the low-balance notification once the balance is at or above
-// the threshold again.
-func (s *Store) LowBalanceRecovered(ctx context.Context, accountID uuid.UUID, thresholdCents int64) error {
+// LowBalanceRecovered re-arms the low-balance notification: the tenant actor saw the balance
+// back at or above the threshold.
+func (s *Store) LowBalanceRecovered(ctx context.Context, accountID uuid.UUID) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE wallets SET low_balance_alerted = false
 		WHERE account_id = $1 AND low_balance_alerted`, accountID); err != nil {
 		return fmt.Errorf("low balance recovered: %w", err)
