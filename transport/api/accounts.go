@@ -114,7 +114,7 @@ func (s *Server) login(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		return err
 	}
 	if !s.Passwords.Verify(a.PasswordHash, in.password) {
-		return unauthorized("invalid_credentials", "the email or password is wrong")
+		return problem("invalid_credentials", "the email or password is wrong")
 	}
 	if !a.Active() {
 		return auth.ErrSuspended
@@ -217,7 +217,7 @@ func (s *Server) changePassword(ctx context.Context, rc *fasthttp.RequestCtx) er
 		return err
 	}
 	if !s.Passwords.Verify(a.PasswordHash, in.current) {
-		return badRequest("invalid_current_password", "the current password is wrong")
+		return problem("invalid_current_password", "the current password is wrong")
 	}
 	hash, err := s.Passwords.Hash(in.next)
 	if err != nil {

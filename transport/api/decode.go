@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net/http"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -33,24 +32,23 @@ func checkJSONContentType(rc *fasthttp.RequestCtx) error {
 	if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
 		return nil
 	}
-	return newProblem(http.StatusUnsupportedMediaType, "unsupported_media_type",
-		fmt.Sprintf("Content-Type %q is not supported; send application/json", ct))
+	return problem("unsupported_media_type", fmt.Sprintf("Content-Type %q is not supported; send application/json", ct))
 }
 
 func decodeJSONBytes(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return badRequest("malformed_json", "the request body is empty; a JSON object is required")
+		return problem("malformed_json", "the request body is empty; a JSON object is required")
 	}
 	// Before decoding: a repeated member is refused whatever else is wrong with its values.
 	if name, dup := duplicateKey(body); dup {
-		return badRequest("duplicate_json_key", fmt.Sprintf("the member %q appears more than once in one object", name))
+		return problem("duplicate_json_key", fmt.Sprintf("the member %q appears more than once in one object", name))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		return jsonProblem(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest("malformed_json", "unexpected data after the JSON object")
+		return problem("malformed_json", "unexpected data after the JSON object")
 	}
 	return nil
 }
@@ -62,9 +60,9 @@ func jsonProblem(err error) error {
 	)
 	switch {
 	case errors.As(err, &syn):
-		return badRequest("malformed_json", fmt.Sprintf("malformed JSON at byte %d: %s", syn.Offset, syn.Error()))
+		return problem("malformed_json", fmt.Sprintf("malformed JSON at byte %d: %s", syn.Offset, syn.Error()))
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return badRequest("malformed_json", "malformed JSON: the body ends early")
+		return problem("malformed_json", "malformed JSON: the body ends early")
 	case errors.As(err, &typ):
 		if typ.Field == "" {
 			return invalid(FieldError{Field: "body", Message: "must be a JSON object, not " + jsonKind(typ.Value)})
@@ -72,7 +70,7 @@ func jsonProblem(err error) error {
 		return invalid(FieldError{Field: typ.Field, Message: fmt.Sprintf("must be %s, not %s", goTypeName(typ), jsonKind(typ.Value))})
 	}
 	// Anything else from the decoder (e.g. invalid UTF-16 escapes) is still malformed input.
-	return badRequest("malformed_json", "malformed JSON: "+err.Error())
+	return problem("malformed_json", "malformed JSON: "+err.Error())
 }
 
 func jsonKind(v string) string {

@@ -98,7 +98,7 @@ func (f *Front) handle(rc *fasthttp.RequestCtx) {
 			}
 			return
 		}
-		p := newProblem(http.StatusServiceUnavailable, "starting", "the service is starting; retry shortly")
+		p := problem("starting", "the service is starting; retry shortly")
 		p.RetryAfter = 1
 		writeProblem(rc, p)
 	}
@@ -108,10 +108,9 @@ func (f *Front) handle(rc *fasthttp.RequestCtx) {
 func (f *Front) transportError(rc *fasthttp.RequestCtx, err error) {
 	var p *Problem
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		p = newProblem(http.StatusRequestEntityTooLarge, "body_too_large",
-			fmt.Sprintf("the request body is larger than %d bytes", f.maxBody))
+		p = problem("body_too_large", fmt.Sprintf("the request body is larger than %d bytes", f.maxBody))
 	} else {
-		p = newProblem(http.StatusBadRequest, "malformed_request", "the HTTP request could not be parsed")
+		p = problem("malformed_request", "the HTTP request could not be parsed")
 	}
 	if s := f.server.Load(); s != nil {
 		s.metrics.requests.WithLabelValues("unparsed", "other", fmt.Sprint(p.Status)).Inc()

@@ -39,7 +39,7 @@ func (s *Server) idempotent(ctx context.Context, rc *fasthttp.RequestCtx, op ide
 		return run(nil)
 	}
 	if len(raw) > maxIdempotencyKey {
-		return badRequest("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters")
+		return problem("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters")
 	}
 	key, replay, err := s.claim(ctx, rc, op, persistence.IdempotencyKey{AccountID: op.scope, Key: op.namespace + string(raw)})
 	if err != nil || replay {

@@ -148,7 +148,7 @@ func (s *Server) checkAdmin(rc *fasthttp.RequestCtx) error {
 	}
 	tok, ok := auth.ParseBearer(string(rc.Request.Header.Peek("Authorization")))
 	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.AdminToken)) != 1 {
-		return unauthorized("unauthenticated", "the admin API needs Authorization: Bearer <TUMA_ADMIN_TOKEN>")
+		return problem("unauthenticated", "the admin API needs Authorization: Bearer <TUMA_ADMIN_TOKEN>")
 	}
 	return nil
 }

@@ -54,20 +54,15 @@ func (p *Problem) MarshalJSON() ([]byte, error) {
 	return append(out, extra[1:]...), nil
 }
 
-func newProblem(status int, code, detail string) *Problem {
-	return &Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
-}
+// Helpers for the problems handlers raise most.
+func notFound(detail string) error { return problem("not_found", detail) }
 
-// Constructors for the problems handlers raise themselves.
-func badRequest(code, detail string) error { return newProblem(http.StatusBadRequest, code, detail) }
-func notFound(detail string) error         { return newProblem(http.StatusNotFound, "not_found", detail) }
-func conflict(code, detail string) error   { return newProblem(http.StatusConflict, code, detail) }
-func unauthorized(code, detail string) error {
-	return newProblem(http.StatusUnauthorized, code, detail)
-}
+// invalid is a 422 naming the invalid fields.
+func invalid(errs ...FieldError) *Problem { return invalidAs("validation_failed", errs...) }
 
-func invalid(errs ...FieldError) *Problem {
-	p := newProblem(http.StatusUnprocessableEntity, "validation_failed", "the request has invalid fields")
+// invalidAs is a 422 of a more specific code, naming the invalid fields.
+func invalidAs(code string, errs ...FieldError) *Problem {
+	p := problem(code, "the request has invalid fields")
 	if len(errs) == 1 {
 		p.Detail = errs[0].Field + ": " + errs[0].Message
 	}
@@ -75,8 +70,9 @@ func invalid(errs ...FieldError) *Problem {
 	return p
 }
 
+// tooManyRequests is a 429 of the given code with its Retry-After.
 func tooManyRequests(code, detail string, retryAfterSeconds int) error {
-	p := newProblem(http.StatusTooManyRequests, code, detail)
+	p := problem(code, detail)
 	p.RetryAfter = max(retryAfterSeconds, 1)
 	return p
 }
@@ -91,38 +87,35 @@ func problemFor(err error) *Problem {
 	case errors.As(err, new(*actors.InsufficientBalanceError)):
 		var ib *actors.InsufficientBalanceError
 		errors.As(err, &ib)
-		return newProblem(http.StatusPaymentRequired, "insufficient_balance", ib.Error())
+		return problem("insufficient_balance", ib.Error())
 	case errors.Is(err, persistence.ErrInsufficientBalance):
-		return newProblem(http.StatusPaymentRequired, "insufficient_balance", "the balance cannot cover this send")
+		return problem("insufficient_balance", "the balance cannot cover this send")
 	case errors.Is(err, payments.ErrUnavailable):
-		p := newProblem(http.StatusServiceUnavailable, "payment_provider_unavailable",
-			"the payment provider cannot be reached; nothing was charged, try again shortly")
+		p := problem("payment_provider_unavailable", "the payment provider cannot be reached; nothing was charged, try again shortly")
 		p.RetryAfter = 30
 		return p
 	case errors.Is(err, actors.ErrStopping), errors.Is(err, actors.ErrBusy):
-		p := newProblem(http.StatusServiceUnavailable, "unavailable", "the service is busy or restarting; retry shortly")
+		p := problem("unavailable", "the service is busy or restarting; retry shortly")
 		p.RetryAfter = 2
 		return p
 	case errors.Is(err, auth.ErrUnauthenticated):
-		return newProblem(http.StatusUnauthorized, "unauthenticated", "missing or invalid credentials")
+		return problem("unauthenticated", "missing or invalid credentials")
 	case errors.Is(err, auth.ErrSuspended):
-		return newProblem(http.StatusForbidden, "account_suspended", "this account is suspended")
+		return problem("account_suspended", "this account is suspended")
 	case errors.Is(err, persistence.ErrNotFound):
-		return newProblem(http.StatusNotFound, "not_found", "no such resource")
+		return problem("not_found", "no such resource")
 	case errors.Is(err, persistence.ErrEmailTaken):
-		return newProblem(http.StatusConflict, "email_taken", "an account with this email already exists")
+		return problem("email_taken", "an account with this email already exists")
 	case errors.Is(err, persistence.ErrTokenInvalid):
-		return newProblem(http.StatusUnauthorized, "invalid_refresh_token", "the refresh token is invalid or expired")
+		return problem("invalid_refresh_token", "the refresh token is invalid or expired")
 	case errors.Is(err, persistence.ErrTokenReused):
-		return newProblem(http.StatusUnauthorized, "refresh_token_reused",
-			"this refresh token was already used; every session started from the same login has been ended")
+		return problem("refresh_token_reused", "this refresh token was already used; every session started from the same login has been ended")
 	case errors.Is(err, persistence.ErrIdempotencyBusy), errors.Is(err, persistence.ErrIdempotencyLost):
-		return newProblem(http.StatusConflict, "idempotency_key_in_use", "a request with this Idempotency-Key is still being processed")
+		return problem("idempotency_key_in_use", "a request with this Idempotency-Key is still being processed")
 	case errors.Is(err, persistence.ErrIdempotencyUsed):
-		return newProblem(http.StatusUnprocessableEntity, "idempotency_key_reused",
-			"this Idempotency-Key was already used with a different request")
+		return problem("idempotency_key_reused", "this Idempotency-Key was already used with a different request")
 	}
-	return newProblem(http.StatusInternalServerError, "internal_error", "an unexpected error occurred; it has been logged")
+	return problem("internal_error", "an unexpected error occurred; it has been logged")
 }
 
 // writeProblem sends p as application/problem+json with the headers its status calls for.
@@ -130,7 +123,7 @@ func writeProblem(rc *fasthttp.RequestCtx, p *Problem) {
 	body, err := json.Marshal(p)
 	if err != nil {
 		body = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500,"code":"internal_error"}`)
-		p = newProblem(http.StatusInternalServerError, "internal_error", "")
+		p = problem("internal_error", "")
 	}
 	rc.Response.Header.SetContentType("application/problem+json")
 	switch p.Status {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"testing"
 
 	"github.com/tuma-sms/tuma/persistence"
@@ -25,7 +24,7 @@ func TestKESFormatting(t *testing.T) {
 }
 
 func TestProblemJSONFlattensExtra(t *testing.T) {
-	p := newProblem(http.StatusBadRequest, "invalid_code", "wrong code")
+	p := problem("invalid_code", "wrong code")
 	p.Extra = map[string]any{"attempts_remaining": 3}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -55,7 +54,7 @@ func TestProblemForMapsDomainErrors(t *testing.T) {
 		{persistence.ErrIdempotencyUsed, 422, "idempotency_key_reused"},
 		{auth.ErrUnauthenticated, 401, "unauthenticated"},
 		{auth.ErrSuspended, 403, "account_suspended"},
-		{badRequest("malformed_json", "x"), 400, "malformed_json"},
+		{problem("malformed_json", "x"), 400, "malformed_json"},
 		{errors.New("pq: relation accounts is on fire"), 500, "internal_error"},
 	}
 	for _, tt := range tests {

@@ -7,7 +7,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -79,7 +78,7 @@ func (q *query) Enum(name string, allowed ...string) string {
 // err is the problem for what was wrong, malformed parameters first.
 func (q *query) err() error {
 	if len(q.malformed) > 0 {
-		p := newProblem(http.StatusBadRequest, "malformed_query", "malformed query parameters")
+		p := problem("malformed_query", "malformed query parameters")
 		if len(q.malformed) == 1 {
 			p.Detail = q.malformed[0].Field + ": " + q.malformed[0].Message
 		}

@@ -59,10 +59,11 @@ func parseSend(body []byte, plan *carriers.Plan) (sendInput, error) {
 		return sendInput{}, fe.err()
 	}
 	if len(rl.bad) > 0 {
-		p := invalid(rl.bad...)
+		code := "validation_failed"
 		if rl.nInvalid == 0 {
-			p.Code = "unsupported_network"
+			code = "unsupported_network"
 		}
+		p := invalidAs(code, rl.bad...)
 		p.Detail = fmt.Sprintf("%d of %d recipients cannot be sent to; nothing was sent or charged", rl.nInvalid+rl.nUnsupported, rl.count)
 		return sendInput{}, p
 	}

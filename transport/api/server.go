@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/netip"
 	"time"
 
@@ -196,8 +195,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 		return notFound("no route matches this path")
 	})
 	s.router.MethodNotAllowed = s.wrap("", "unmatched", public, func(_ context.Context, rc *fasthttp.RequestCtx) error {
-		return newProblem(http.StatusMethodNotAllowed, "method_not_allowed",
-			fmt.Sprintf("%s is not allowed here; allowed: %s", rc.Method(), rc.Response.Header.Peek("Allow")))
+		return problem("method_not_allowed", fmt.Sprintf("%s is not allowed here; allowed: %s", rc.Method(), rc.Response.Header.Peek("Allow")))
 	})
 	s.registerRoutes()
 	return s, nil

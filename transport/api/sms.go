@@ -56,9 +56,8 @@ func (s *Server) sendOnce(ctx context.Context, rc *fasthttp.RequestCtx, p auth.P
 	if in.senderID != "" {
 		snd, err := s.Queries.ApprovedSender(ctx, p.AccountID, in.senderID)
 		if errors.Is(err, persistence.ErrNotFound) {
-			pr := invalid(FieldError{Field: "sender_id", Message: "is not an approved, active sender ID of this account"})
-			pr.Code = "sender_not_approved"
-			return actors.SendResult{}, pr
+			return actors.SendResult{}, invalidAs("sender_not_approved",
+				FieldError{Field: "sender_id", Message: "is not an approved, active sender ID of this account"})
 		}
 		if err != nil {
 			return actors.SendResult{}, err
@@ -154,8 +153,7 @@ func (s *Server) delivery(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		case errors.Is(err, actors.ErrUnknownMessage):
 			// The network has forgotten it; the stored record is all there is.
 		case err != nil:
-			p := newProblem(http.StatusServiceUnavailable, "carrier_unavailable",
-				"the "+m.Network.String()+" network did not answer the status check; try again shortly")
+			p := problem("carrier_unavailable", "the "+m.Network.String()+" network did not answer the status check; try again shortly")
 			p.RetryAfter = 5
 			return p
 		default:

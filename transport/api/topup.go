@@ -201,11 +201,11 @@ func (s *Server) paymentWebhook(ctx context.Context, rc *fasthttp.RequestCtx) er
 	header := func(name string) string { return string(rc.Request.Header.Peek(name)) }
 	if _, err := s.WebhookSchemes.Verify(header, body); err != nil {
 		s.Log.Warn("payment webhook refused", slog.String("ip", s.clientIP(rc)), slog.Any("error", err))
-		return unauthorized("invalid_signature", "the webhook signature is missing or does not match the body")
+		return problem("invalid_signature", "the webhook signature is missing or does not match the body")
 	}
 	ev, err := payments.ParseEvent(body)
 	if err != nil {
-		return badRequest("malformed_webhook", err.Error())
+		return problem("malformed_webhook", err.Error())
 	}
 	provider := s.Provider.Name()
 	record := func(outcome string) {

@@ -129,7 +129,7 @@ func (s *Server) sendVerificationCode(ctx context.Context, rc *fasthttp.RequestC
 		err = cerr
 	}
 	if errors.Is(err, persistence.ErrAlreadyVerified) {
-		return conflict("already_verified", "this account's email is already verified")
+		return problem("already_verified", "this account's email is already verified")
 	}
 	if err != nil {
 		return err
@@ -160,17 +160,17 @@ func (s *Server) verifyCode(ctx context.Context, rc *fasthttp.RequestCtx) error 
 		return tooManyRequests("code_locked", "too many wrong codes for this account today; try again later",
 			int(math.Ceil(capped.RetryAfter.Seconds())))
 	case errors.As(err, &wrong):
-		p := newProblem(http.StatusBadRequest, "invalid_code", "the code is wrong")
+		p := problem("invalid_code", "the code is wrong")
 		p.Extra = map[string]any{"attempts_remaining": wrong.Remaining}
 		return p
 	case errors.Is(err, persistence.ErrCodeLocked):
 		return tooManyRequests("code_locked", "too many wrong codes: request a new code", 1)
 	case errors.Is(err, persistence.ErrCodeExpired):
-		return badRequest("code_expired", "the code has expired: request a new one")
+		return problem("code_expired", "the code has expired: request a new one")
 	case errors.Is(err, persistence.ErrNoCode):
-		return badRequest("invalid_code", "no code has been requested for this account")
+		return problem("invalid_code", "no code has been requested for this account")
 	case errors.Is(err, persistence.ErrAlreadyVerified):
-		return conflict("already_verified", "this account's email is already verified")
+		return problem("already_verified", "this account's email is already verified")
 	case err != nil:
 		return err
 	}
@@ -246,7 +246,7 @@ func (s *Server) changePendingEmail(ctx context.Context, rc *fasthttp.RequestCtx
 		return err
 	}
 	if a.Verified {
-		return conflict("already_verified", "this account's email is already verified; it cannot be changed here")
+		return problem("already_verified", "this account's email is already verified; it cannot be changed here")
 	}
 	if err := s.pendingEmailAllowed(ctx, id.String(), email); err != nil {
 		return err
@@ -262,7 +262,7 @@ func (s *Server) changePendingEmail(ctx context.Context, rc *fasthttp.RequestCtx
 	err = s.Verify.ChangePendingEmail(ctx, id, email, link, code)
 	switch {
 	case errors.Is(err, persistence.ErrAlreadyVerified):
-		return conflict("already_verified", "this account's email is already verified; it cannot be changed here")
+		return problem("already_verified", "this account's email is already verified; it cannot be changed here")
 	case err != nil:
 		return err
 	}
@@ -314,7 +314,7 @@ func (s *Server) resetPassword(ctx context.Context, rc *fasthttp.RequestCtx) err
 	}
 	id, acc, err := s.Verify.ResetPassword(ctx, auth.HashSecret(in.token), hash, s.Now())
 	if errors.Is(err, persistence.ErrTokenInvalid) {
-		return badRequest("invalid_token", "the reset token is invalid, used or expired: ask for a new one")
+		return problem("invalid_token", "the reset token is invalid, used or expired: ask for a new one")
 	}
 	if err != nil {
 		return err

@@ -177,6 +177,7 @@ func (n *node) do(method, path string, body any, headers ...string) response {
 	if err != nil {
 		n.t.Fatal(err)
 	}
+	n.checkContract(req, resp, b)
 	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
