@@ -8,7 +8,10 @@
 //	│   └── jobs   one child per dispatching job: streams messages to the links
 //	├── links      one carrier link per network: token bucket, in-flight window, breaker
 //	├── receipts   shards that batch status transitions, refunds and counters into PostgreSQL
-//	└── reconciler asks carriers about messages whose receipt never came
+//	├── progress   folds the progress log into job counters; reads the backlog
+//	├── sweeper    asks carriers about messages whose receipt never came
+//	├── recovery   resumes earlier runs' work in the background
+//	└── workers    the node's background loops (mail, payment reconciliation, …), see Worker
 //
 // Ownership. A tenant actor owns its account's spendable balance while it lives: it reserves
 // a send's cost in memory (so concurrent sends can never overdraw) and its writer commits the

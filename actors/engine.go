@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -65,10 +66,11 @@ type Engine struct {
 	supervisor *actor.PID
 	// The fixed actors' PIDs, computed from their names once: a respawn after a supervisor
 	// restart reuses them, so they never change while anything reads them.
-	writers                     []*actor.PID  // by account shard
-	receipts                    []*actor.PID  // shards, by provider message id
-	links                       [4]*actor.PID // by carriers.Network
+	writers                     []*actor.PID                      // by account shard
+	receipts                    []*actor.PID                      // shards, by provider message id
+	links                       [carriers.NetworkSlots]*actor.PID // by carriers.Network
 	progress, sweeper, recovery *actor.PID
+	workerPIDs                  map[string]*actor.PID // by Worker.Name, under workMu
 	// fixed holds the fixed actors' states, which outlive their incarnations.
 	fixed fixedStates
 
@@ -98,13 +100,18 @@ type Engine struct {
 	life   context.Context
 	cancel context.CancelFunc
 	io     sync.WaitGroup
+	// workLife is the workers' rounds' lifetime: Stop ends it first (see stopWorkers).
+	workLife context.Context
+	workStop context.CancelFunc
+	workMu   sync.Mutex
+	work     sync.WaitGroup
 }
 
 // fixedStates are the states of the fixed actors.
 type fixedStates struct {
 	writers  []*writerState
 	receipts []*receiptsState
-	links    [4]*linkState
+	links    [carriers.NetworkSlots]*linkState
 	progress *progressState
 	sweeper  *sweeperState
 	recovery *recoveryState
@@ -133,6 +140,7 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 		expansions: make(chan struct{}, opts.Expansions), ready: make(chan struct{})}
 	e.startID = persistence.NewID()
 	e.life, e.cancel = context.WithCancel(context.Background())
+	e.workLife, e.workStop = context.WithCancel(e.life)
 	e.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return deps.Log.With(slog.String("component", "actors"))
 	}))
@@ -160,6 +168,7 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 	}
 	e.progress, e.sweeper, e.recovery = child("progress"), child("sweeper"), child("recovery")
 	e.fixed.progress, e.fixed.sweeper, e.fixed.recovery = &progressState{}, &sweeperState{}, &recoveryState{}
+	e.workerPIDs = map[string]*actor.PID{}
 
 	spawnFixed(e, e.supervisor, func() actor.Actor { return &supervisorActor{e: e} })
 	st := e.fixed
@@ -233,14 +242,14 @@ func actorKind(pid *actor.PID) string {
 	switch id {
 	case "engine":
 		return "supervisor"
-	case "tenant", "job", "link", "writer", "receipts", "progress", "sweeper", "recovery":
+	case "tenant", "job", "link", "writer", "receipts", "progress", "sweeper", "recovery", "worker":
 		return id
 	}
 	return "other"
 }
 
 // actorKinds are the kinds actorKind names, for metrics that should show zeros from the start.
-var actorKinds = []string{"supervisor", "tenant", "job", "link", "writer", "receipts", "progress", "sweeper", "recovery", "other"}
+var actorKinds = []string{"supervisor", "tenant", "job", "link", "writer", "receipts", "progress", "sweeper", "recovery", "worker", "other"}
 
 // tenant returns the tenant actor of an account, spawning it if needed.
 func (e *Engine) tenant(ctx context.Context, id uuid.UUID) (*actor.PID, error) {
@@ -314,6 +323,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		e.teardown() // already stopped or killed
 		return nil
 	}
+	e.stopWorkers()
 	var errs []error
 	for _, pid := range slices.Concat(e.writers, e.links[1:], e.receipts, []*actor.PID{e.progress}) {
 		if _, err := e.request(ctx, pid, &drain{}); err != nil {
@@ -336,7 +346,14 @@ func (e *Engine) Kill() {
 // starts no more I/O, so waiting after they are down is safe.
 func (e *Engine) teardown() {
 	e.stopped.Do(func() {
+		e.stopWorkers()
 		e.cancel()
+		e.workMu.Lock()
+		workers := slices.Collect(maps.Values(e.workerPIDs))
+		e.workMu.Unlock()
+		for _, pid := range workers {
+			_ = e.root.StopFuture(pid).Wait()
+		}
 		_ = e.root.StopFuture(e.supervisor).Wait()
 		for _, pid := range slices.Concat(e.writers, e.receipts, e.links[1:], []*actor.PID{e.progress, e.sweeper, e.recovery}) {
 			_ = e.root.StopFuture(pid).Wait()

@@ -315,7 +315,7 @@ func TestLiveStatusSyncsWithoutPushedReceipts(t *testing.T) {
 			return false, fmt.Sprint(err)
 		}
 		m = ms[0]
-		return m.Status == "sent", m.Status
+		return m.Status == persistence.MessageSent, string(m.Status)
 	})
 	var live actors.CarrierStatus
 	eventually(t, 10*time.Second, "the network to know the outcome", func() (bool, string) {

@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
+	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 )
 
@@ -29,16 +30,19 @@ type jobState struct {
 	tenant      *actor.PID
 	job         persistence.NewJob // once known: given at accept, or read from the store
 	known       bool
-	variants    [4]variant
+	variants    [carriers.NetworkSlots]variant
 	started     bool
 	ready       bool
-	queues      [4][]dispatchMsg
-	outstanding [4]int
+	queues      [carriers.NetworkSlots][]dispatchMsg
+	outstanding [carriers.NetworkSlots]int
 	loadDelay   time.Duration
 	// Reading a stored job a page at a time.
 	cursor  uuid.UUID
 	more    bool // the database may hold more open messages past cursor
 	loading bool
+	// inline: accepted by this incarnation with its messages in hand (not read from the store);
+	// handedOff: its slot was given back once every message was in a link's hands.
+	inline, handedOff bool
 }
 
 // jobPage is how many open messages a job reads from the database at a time.
@@ -66,7 +70,7 @@ func (j *jobActor) Receive(ctx actor.Context) {
 			st.job, st.known, st.variants = *js.job, true, js.variants
 		}
 		if st.start.inline != nil {
-			st.ready = true
+			st.ready, st.inline = true, true
 			j.enqueue(st.start.inline)
 			st.start.inline = nil
 			j.pump(ctx)
@@ -129,7 +133,7 @@ func (j *jobActor) enqueue(msgs []dispatchMsg) {
 // askAbout sends the messages that were sent before a restart to their links' live status
 // check: their pushed receipts were lost with the old process.
 func (j *jobActor) askAbout(pending []pendingReceipt) {
-	var byNet [4][]string
+	var byNet [carriers.NetworkSlots][]string
 	for _, p := range pending {
 		byNet[p.network] = append(byNet[p.network], p.providerID)
 	}
@@ -172,7 +176,27 @@ func (j *jobActor) pump(ctx actor.Context) {
 	if done {
 		ctx.Send(st.tenant, &jobDispatched{id: st.start.id})
 		ctx.Stop(ctx.Self())
+		return
 	}
+	// A job whose messages came in hand at accept gives its slot back once the links hold them
+	// all: waiting for the outcomes is no dispatching, and holding the slot would let one
+	// unreachable or slow network stop the tenant's other jobs (and so its other networks)
+	// once its slots are full. Memory stays bounded as before: those messages were in memory
+	// since the accept. Jobs read from the store keep their slot, which bounds how much of a
+	// backlog is read into memory.
+	if st.inline && !st.handedOff && !j.e.opts.Faults.HoldSlots && !st.more && !st.loading && inHand(st) == 0 {
+		st.handedOff = true
+		ctx.Send(st.tenant, &jobHandedOff{id: st.start.id})
+	}
+}
+
+// inHand counts the messages the job holds that no link has yet.
+func inHand(st *jobState) int {
+	n := 0
+	for _, q := range st.queues {
+		n += len(q)
+	}
+	return n
 }
 
 // load brings the job's messages into memory: expanding a job accepted in compact form, or
@@ -197,7 +221,7 @@ func (j *jobActor) load(ctx actor.Context) {
 // loadMessages expands a job accepted in compact form (all of it: sends are at most 10,000
 // recipients), or reads the next page of a stored job's open messages. A resumed job is read
 // from the store first.
-func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool, job *persistence.NewJob, vars [4]variant, after uuid.UUID) *jobReady {
+func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool, job *persistence.NewJob, vars [carriers.NetworkSlots]variant, after uuid.UUID) *jobReady {
 	if resumed && !j.e.marksRead.Load() {
 		return &jobReady{err: errMarksUnread}
 	}
@@ -256,7 +280,7 @@ func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool,
 
 // expand writes the message rows of a job accepted in compact form and returns them ready to
 // dispatch; expanded is false when an earlier run already did (and crashed after).
-func (j *jobActor) expand(ctx context.Context, job persistence.NewJob, vars [4]variant) (msgs []dispatchMsg, expanded bool, err error) {
+func (j *jobActor) expand(ctx context.Context, job persistence.NewJob, vars [carriers.NetworkSlots]variant) (msgs []dispatchMsg, expanded bool, err error) {
 	rs, err := persistence.DecodeRecipients(job.Pending)
 	if err != nil {
 		return nil, false, fmt.Errorf("job %s: %w", job.ID, err)

@@ -207,7 +207,7 @@ func (l *linkActor) enqueue(ctx actor.Context, r *submitReq) {
 	}
 	if st.recent.has(r.msg.id) {
 		l.e.m.net[st.network].duplicates.Inc()
-		var n [4]int
+		var n [carriers.NetworkSlots]int
 		n[st.network] = 1
 		ctx.Send(r.job, &outcomesDurable{n: n}) // its outcome is recorded, or on its way
 		return

@@ -80,6 +80,9 @@ type (
 	readOpenJobs struct{} // read the next page of unfinished jobs (a retry after an error)
 	// jobDispatched: the job has submitted everything; its slot is free.
 	jobDispatched struct{ id uuid.UUID }
+	// jobHandedOff: a job accepted with its messages in hand has given every one to the links;
+	// it only waits for their outcomes, so its slot is free (see jobActor.pump).
+	jobHandedOff struct{ id uuid.UUID }
 )
 
 // Between a tenant and the writer.
@@ -91,7 +94,7 @@ type (
 		epoch   int64 // the tenant incarnation that sent it
 		start   time.Time
 		inline  []dispatchMsg // the inline messages, ready to dispatch
-		variant [4]variant
+		variant [carriers.NetworkSlots]variant
 	}
 	acceptDone struct {
 		req    *acceptReq
@@ -117,7 +120,7 @@ type (
 		err     error
 	}
 	// outcomesDurable: submit outcomes of this many messages per network are recorded.
-	outcomesDurable struct{ n [4]int }
+	outcomesDurable struct{ n [carriers.NetworkSlots]int }
 	reloadJob       struct{}
 )
 

@@ -45,7 +45,7 @@ type metrics struct {
 	recoveredVec                                                                *prometheus.CounterVec // network, outcome
 	backlog                                                                     *prometheus.GaugeVec   // network
 
-	net [4]netMetrics // per carriers.Network: the hot path's series, looked up once
+	net [carriers.NetworkSlots]netMetrics // per carriers.Network: the hot path's series, looked up once
 }
 
 // netMetrics are one network's series that move per message.

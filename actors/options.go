@@ -22,7 +22,7 @@ type Options struct {
 	SharedSender      string        // sender name of the shared sender ID
 	InlineLimit       int           // jobs up to this many recipients write message rows at accept (200)
 	JobWindow         int           // messages outstanding per job and network (256)
-	MaxDispatchingJob int           // jobs of one tenant dispatching at once (8)
+	MaxDispatchingJob int           // jobs of one tenant dispatching at once (8); see jobHandedOff
 	TenantIdle        time.Duration // a tenant actor with nothing to do stops after this (5m)
 	AcceptBatch       int           // sends per group commit (256)
 	AcceptShards      int           // group-commit writers, each owning a disjoint share of accounts (2)
@@ -44,6 +44,9 @@ type Options struct {
 // built with -tags faults let the configuration set them.
 type Faults struct {
 	SkipResume bool // unfinished work of earlier runs is never resumed
+	// HoldSlots: a job keeps its dispatch slot until its last outcome, so a network that is
+	// down stops the tenant's other networks once its slots are full (the deps drill).
+	HoldSlots bool
 }
 
 func (o *Options) setDefaults() {

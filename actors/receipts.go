@@ -256,14 +256,14 @@ func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
 	b, res := d.batch, d.res
 
 	// Credit back the jobs whose messages now have durable submit outcomes.
-	credits := map[*actor.PID]*[4]int{}
+	credits := map[*actor.PID]*[carriers.NetworkSlots]int{}
 	credit := func(job *actor.PID, n carriers.Network) {
 		if job == nil {
 			return
 		}
 		c := credits[job]
 		if c == nil {
-			c = new([4]int)
+			c = new([carriers.NetworkSlots]int)
 			credits[job] = c
 		}
 		c[n]++
@@ -338,7 +338,7 @@ func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
 // settleMarks tells the links that the submits under their marks in this batch have durable
 // outcomes now, so the marks can go.
 func (r *receiptsActor) settleMarks(ctx actor.Context, b *receiptBatch) {
-	var byNet [4]map[uuid.UUID]int
+	var byNet [carriers.NetworkSlots]map[uuid.UUID]int
 	add := func(n carriers.Network, id uuid.UUID) {
 		if id == uuid.Nil {
 			return

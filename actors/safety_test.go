@@ -402,3 +402,36 @@ func TestUnreachableNetworkWaitsThenDrains(t *testing.T) {
 		t.Errorf("%d delivered; want all 400 once the network is back", n)
 	}
 }
+
+// A tenant's jobs that only wait for an unreachable network hold no dispatch slot: its
+// later jobs still reach the other networks. (Each job here has recipients on both.)
+func TestUnreachableNetworkDoesNotHoldUpTheTenantsOtherJobs(t *testing.T) {
+	w := newWorld(t, actors.Options{MaxDispatchingJob: 2}, nil)
+	telkom := w.sims.Network(carriers.Telkom)
+	down := telkom.Options()
+	down.Down = true
+	if err := telkom.Configure(down); err != nil {
+		t.Fatal(err)
+	}
+	acct := w.account(1000_00)
+	const jobs = 10 // five times the tenant's slots
+	for i := range jobs {
+		rs := append(recipients(5, carriers.Telkom, uint64(100+i)), recipients(5, carriers.Safaricom, uint64(200+i))...)
+		if _, err := w.send(acct, rs, "mixed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer w.dumpOnFailure()
+	eventually(t, 20*time.Second, "every job's safaricom messages delivered while telkom is down", func() (bool, string) {
+		n := w.sqlInt(`SELECT count(*) FROM messages WHERE network = 1 AND status = 'delivered'`)
+		return n == 5*jobs, fmt.Sprintf("%d of %d delivered, jobs waiting %v", n, 5*jobs, w.metric("tuma_engine_jobs_waiting", nil))
+	})
+	down.Down = false
+	if err := telkom.Configure(down); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFinal(acct, 10*jobs, time.Minute)
+	if n := w.sqlInt(`SELECT count(*) FROM jobs WHERE account_id = $1 AND status = 'completed'`, acct); n != jobs {
+		t.Errorf("%d jobs completed; want %d", n, jobs)
+	}
+}

@@ -36,7 +36,7 @@ func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
 	req := cmd.req
 	lifetime := t.wallet.LifetimeSMS + t.pending.pendingUnits
 	pricing := PricingFor(lifetime, t.tier, t.intern)
-	var counts [4]int
+	var counts [carriers.NetworkSlots]int
 	for _, r := range req.Recipients {
 		counts[r.Network]++
 	}
@@ -44,10 +44,10 @@ func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
 		ID: persistence.NewID(), AccountID: t.id, Source: req.Source, Message: req.Message,
 		PriceCents: pricing.PriceCents, Recipients: len(req.Recipients), Idempotency: req.Idempotency,
 	}
-	var vars [4]variant
+	var vars [carriers.NetworkSlots]variant
 	for _, n := range carriers.Networks() {
 		sender, prefixed := t.route(req.Sender, n)
-		job.Senders[n-1], job.Prefixed[n-1] = sender, prefixed
+		job.Senders[n], job.Prefixed[n] = sender, prefixed
 		if prefixed {
 			job.SharedPrefix = t.sharedPrefix()
 		}
@@ -55,7 +55,7 @@ func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
 	vars = variantsOf(job)
 	for _, n := range carriers.Networks() {
 		job.Units += int64(counts[n]) * int64(vars[n].parts)
-		job.NetworkCounts[n-1] = counts[n]
+		job.NetworkCounts[n] = counts[n]
 	}
 	job.CostCents = job.Units * pricing.PriceCents
 	if available := t.wallet.BalanceCents - t.pending.reserved; job.CostCents > available {
@@ -97,15 +97,15 @@ func newMessage(j persistence.NewJob, v variant, r persistence.Recipient) persis
 
 // variantsOf derives, per network, the exact text and segmentation a job sends. The same
 // function prices a send and builds what goes out, so the quote is the charge.
-func variantsOf(j persistence.NewJob) [4]variant {
-	var vars [4]variant
+func variantsOf(j persistence.NewJob) [carriers.NetworkSlots]variant {
+	var vars [carriers.NetworkSlots]variant
 	for _, n := range carriers.Networks() {
 		text := j.Message
-		if j.Prefixed[n-1] {
+		if j.Prefixed[n] {
 			text = j.SharedPrefix + j.Message
 		}
 		seg := carriers.Segment(text)
-		vars[n] = variant{text: text, sender: j.Senders[n-1], prefixed: j.Prefixed[n-1], parts: seg.Parts, encoding: seg.Encoding}
+		vars[n] = variant{text: text, sender: j.Senders[n], prefixed: j.Prefixed[n], parts: seg.Parts, encoding: seg.Encoding}
 	}
 	return vars
 }
@@ -137,7 +137,7 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 	m.acceptLatency.Observe(time.Since(req.start).Seconds())
 	m.debited.Add(float64(req.job.CostCents))
 	for _, n := range carriers.Networks() {
-		if c := req.job.NetworkCounts[n-1]; c > 0 {
+		if c := req.job.NetworkCounts[n]; c > 0 {
 			m.net[n].accepted.Add(float64(c))
 		}
 	}

@@ -42,6 +42,7 @@ type tenantActor struct {
 	lowWrites  []func(context.Context) error // the head is running
 
 	dispatching map[uuid.UUID]bool
+	handedOff   map[uuid.UUID]bool // jobs alive only for their outcomes: no slot (jobHandedOff)
 	waiting     []jobStart
 	resume      resumeState
 }
@@ -72,7 +73,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		t.epoch = t.e.epochs.Add(1)
-		t.dispatching = map[uuid.UUID]bool{}
+		t.dispatching, t.handedOff = map[uuid.UUID]bool{}, map[uuid.UUID]bool{}
 		ctx.SetReceiveTimeout(t.e.opts.TenantIdle)
 		t.load(ctx)
 		t.startResume(ctx)
@@ -140,6 +141,8 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		t.readOpenJobs(ctx)
 	case *jobDispatched:
 		t.jobDispatched(ctx, msg.id)
+	case *jobHandedOff:
+		t.jobHandedOff(ctx, msg.id)
 	case *lowBalanceWritten:
 		if msg.epoch != t.epoch {
 			return
@@ -158,7 +161,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 
 // idle reports a tenant with nothing in hand, which may stop until it is needed again.
 func (t *tenantActor) idle() bool {
-	return t.loaded && t.pending.accepting == 0 && len(t.dispatching) == 0 && len(t.waiting) == 0 &&
+	return t.loaded && t.pending.accepting == 0 && len(t.dispatching) == 0 && len(t.handedOff) == 0 && len(t.waiting) == 0 &&
 		t.resume.done() && len(t.lowWrites) == 0 && len(t.reloaders) == 0
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
+	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 )
 
@@ -21,7 +22,7 @@ type jobStart struct {
 	id       uuid.UUID
 	job      *persistence.NewJob // nil when resumed
 	inline   []dispatchMsg
-	variants [4]variant
+	variants [carriers.NetworkSlots]variant
 	resumed  bool
 }
 
@@ -111,5 +112,16 @@ func (t *tenantActor) startJobs(ctx actor.Context) {
 
 func (t *tenantActor) jobDispatched(ctx actor.Context, id uuid.UUID) {
 	delete(t.dispatching, id)
+	delete(t.handedOff, id)
+	t.startJobs(ctx)
+}
+
+// jobHandedOff frees the slot of a job that now only waits for its outcomes.
+func (t *tenantActor) jobHandedOff(ctx actor.Context, id uuid.UUID) {
+	if !t.dispatching[id] {
+		return
+	}
+	delete(t.dispatching, id)
+	t.handedOff[id] = true
 	t.startJobs(ctx)
 }

@@ -52,3 +52,8 @@ func ParseNetwork(s string) (Network, bool) {
 func Networks() []Network {
 	return []Network{Safaricom, Airtel, Telkom}
 }
+
+// NetworkSlots is the length of an array indexed by Network: [NetworkSlots]T holds one T per
+// network at its Network value (slot 0, NetworkUnknown, stays unused). Every per-network array
+// in the project is indexed this way.
+const NetworkSlots = int(Telkom) + 1

@@ -260,10 +260,10 @@ func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
 	for i, j := range jobs {
 		ids[i], accts[i], campaigns[i] = j.ID, j.AccountID, j.CampaignID
 		sources[i], msgs[i], prefixes[i] = j.Source, j.Message, j.SharedPrefix
-		senders[i], prefixed[i] = textArray(j.Senders[:]), boolArray(j.Prefixed[:])
+		senders[i], prefixed[i] = textArray(j.Senders[1:]), boolArray(j.Prefixed[1:])
 		prices[i], units[i], costs[i], recipsN[i] = j.PriceCents, j.Units, j.CostCents, int64(j.Recipients)
 		pending[i] = j.Pending
-		counts[i] = intArray(j.NetworkCounts[:])
+		counts[i] = intArray(j.NetworkCounts[1:])
 	}
 	b.Queue(`INSERT INTO jobs (id, account_id, campaign_id, source, message, shared_prefix, senders, prefixed,
 			price_cents, recipients_count, sms_units, cost_cents, pending_recipients, network_counts)

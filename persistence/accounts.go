@@ -10,12 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Account statuses.
-const (
-	StatusActive    = "active"
-	StatusSuspended = "suspended"
-)
-
 // Account is a tenant: one customer with its credentials and profile.
 type Account struct {
 	ID           uuid.UUID
@@ -26,7 +20,7 @@ type Account struct {
 	Phone        string
 	BusinessType string
 	Country      string
-	Status       string
+	Status       AccountStatus
 	Verified     bool
 	CreatedAt    time.Time
 	BalanceCents int64 // from the wallet, for the user object
@@ -36,7 +30,7 @@ type Account struct {
 // Access is what authenticating a request needs to know about an account: whether it may use
 // the API, and which access tokens are still good.
 type Access struct {
-	Status       string
+	Status       AccountStatus
 	TokenVersion int64
 }
 
@@ -261,7 +255,7 @@ func (s *Store) LiveKeyHash(ctx context.Context, id uuid.UUID) ([]byte, error) {
 }
 
 // SetStatus suspends or reactivates an account. Suspension also ends its sessions.
-func (s *Store) SetStatus(ctx context.Context, id uuid.UUID, status string) (Account, error) {
+func (s *Store) SetStatus(ctx context.Context, id uuid.UUID, status AccountStatus) (Account, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE accounts SET status = $2, updated_at = now() WHERE id = $1`, id, status)
 		if err != nil {

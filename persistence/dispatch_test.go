@@ -18,7 +18,7 @@ import (
 func job(acct uuid.UUID, cost int64) persistence.NewJob {
 	id := persistence.NewID()
 	return persistence.NewJob{
-		ID: id, AccountID: acct, Source: "api", Message: "hi", Senders: [3]string{"TUMA", "TUMA", "TUMA"},
+		ID: id, AccountID: acct, Source: "api", Message: "hi", Senders: [carriers.NetworkSlots]string{"", "TUMA", "TUMA", "TUMA"},
 		PriceCents: cost, Recipients: 1, Units: 1, CostCents: cost,
 		Inline: []persistence.NewMessage{{ID: persistence.NewID(), Recipient: "+254712345678", Network: carriers.Safaricom,
 			Sender: "TUMA", Parts: 1, Encoding: carriers.GSM7, CostCents: cost}},

@@ -4,6 +4,8 @@ package persistence
 
 import (
 	"errors"
+	"io"
+	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -21,4 +23,29 @@ var (
 func isUniqueViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
+}
+
+// Unreachable reports an error that says PostgreSQL could not be reached or went away in the
+// middle (refused or lost connection, a server shutting down or still starting): the request
+// was not at fault and may succeed once the database is back, so callers answer "retry later"
+// rather than an internal error. A statement cut off this way may or may not have committed.
+func Unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case len(pgErr.Code) == 5 && pgErr.Code[:2] == "08": // connection exception
+			return true
+		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", pgErr.Code == "53300":
+			// admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
+			return true
+		}
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr *net.OpError
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.ErrUnexpectedEOF)
 }

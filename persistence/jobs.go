@@ -10,12 +10,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tuma-sms/tuma/carriers"
 )
 
 // JobRecord is a stored job, as recovery and job actors read it.
 type JobRecord struct {
 	NewJob
-	Status    string
+	Status    JobStatus
 	CreatedAt time.Time
 }
 
@@ -33,8 +35,8 @@ func scanJob(row pgx.Row) (JobRecord, error) {
 	if err != nil {
 		return JobRecord{}, err
 	}
-	copy(j.Senders[:], senders)
-	copy(j.Prefixed[:], prefixed)
+	copy(j.Senders[1:], senders)
+	copy(j.Prefixed[1:], prefixed)
 	return j, nil
 }
 
@@ -89,12 +91,12 @@ type NewJob struct {
 	Source        string
 	Message       string
 	SharedPrefix  string
-	Senders       [3]string // by network (carriers.Safaricom-1 …)
-	Prefixed      [3]bool
+	Senders       [carriers.NetworkSlots]string // by network
+	Prefixed      [carriers.NetworkSlots]bool   // by network: the shared sender's company prefix
 	PriceCents    int64
 	Recipients    int
-	NetworkCounts [3]int // recipients per network (carriers.Safaricom-1 …)
-	Units         int64  // SMS units: parts summed over recipients
+	NetworkCounts [carriers.NetworkSlots]int // recipients per network
+	Units         int64                      // SMS units: parts summed over recipients
 	CostCents     int64
 	Inline        []NewMessage // written now (small jobs)
 	Pending       []byte       // EncodeRecipients, expanded later (large jobs)
@@ -155,7 +157,7 @@ type Job struct {
 	ID              uuid.UUID
 	RecipientsCount int
 	CostCents       int64
-	Status          string
+	Status          JobStatus
 }
 
 // JobByID returns one of the account's jobs.

@@ -77,7 +77,7 @@ type Message struct {
 	Parts             int
 	Encoding          carriers.Encoding
 	CostCents         int64
-	Status            string
+	Status            MessageStatus
 	ProviderStatus    string
 	ProviderMessageID *string
 	Source            string
@@ -107,7 +107,7 @@ func scanMessage(row pgx.Row) (Message, error) {
 
 // MessageFilter narrows a message list; zero fields do not filter.
 type MessageFilter struct {
-	Status     string
+	Status     MessageStatus
 	JobID      *uuid.UUID
 	CampaignID *uuid.UUID
 }
@@ -163,19 +163,19 @@ func (s *Store) ListMessages(ctx context.Context, accountID uuid.UUID, f Message
 	return out, total, rows.Err()
 }
 
-func (s *Store) countFromCounters(ctx context.Context, accountID uuid.UUID, status string) (int64, error) {
+func (s *Store) countFromCounters(ctx context.Context, accountID uuid.UUID, status MessageStatus) (int64, error) {
 	c, err := s.MessageCounts(ctx, accountID)
 	if err != nil {
 		return 0, err
 	}
 	switch status {
-	case "queued":
+	case MessageQueued:
 		return c.Queued, nil
-	case "sent":
+	case MessageSent:
 		return c.Sent, nil
-	case "delivered":
+	case MessageDelivered:
 		return c.Delivered, nil
-	case "failed":
+	case MessageFailed:
 		return c.Failed, nil
 	}
 	return c.Total(), nil
@@ -183,8 +183,12 @@ func (s *Store) countFromCounters(ctx context.Context, accountID uuid.UUID, stat
 
 // MessageByID returns one of the account's messages. Another account's id is ErrNotFound.
 func (s *Store) MessageByID(ctx context.Context, accountID, id uuid.UUID) (Message, error) {
+	where := `m.id = $1 AND m.account_id = $2`
+	if s.faults.CrossTenant { // a deliberate defect: the account is ignored
+		where = `m.id = $1 AND $2::uuid IS NOT NULL`
+	}
 	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM messages m JOIN jobs j ON j.id = m.job_id
-		WHERE m.id = $1 AND m.account_id = $2`, id, accountID))
+		WHERE `+where, id, accountID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Message{}, ErrNotFound
 	}
@@ -235,8 +239,8 @@ func (s *Store) MessageCounts(ctx context.Context, accountID uuid.UUID) (Message
 // OpenMessage is a message that has not reached a final state.
 type OpenMessage struct {
 	NewMessage
-	Status     string // queued | sent
-	ProviderID string // set when sent
+	Status     MessageStatus // queued | sent
+	ProviderID string        // set when sent
 }
 
 // OpenMessages returns up to limit of a job's messages still queued or sent with ids after

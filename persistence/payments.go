@@ -11,20 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Payment purposes: what a confirmed payment pays for.
-const (
-	PurposeTopup     = "wallet_topup"  // credits the wallet
-	PurposeSenderFee = "sender_id_fee" // pays a sender ID's registration fee
-)
-
-// Payment statuses.
-const (
-	PaymentPending   = "pending"
-	PaymentAbandoned = "abandoned"
-	PaymentPaid      = "paid"
-	PaymentFailed    = "failed"
-)
-
 // ErrPaymentClosed is a payment that can no longer be paid (failed), or was already paid.
 var ErrPaymentClosed = errors.New("payment is closed")
 
@@ -33,13 +19,13 @@ type Payment struct {
 	ID               uuid.UUID
 	AccountID        uuid.UUID
 	Reference        string
-	Purpose          string
+	Purpose          PaymentPurpose
 	SenderID         *uuid.UUID
 	AmountCents      int64
 	Currency         string
 	Email            string
 	Provider         string
-	Status           string
+	Status           PaymentStatus
 	AccessCode       *string
 	AuthorizationURL *string
 	FailureReason    *string
@@ -50,7 +36,7 @@ type Payment struct {
 // NewPayment is a checkout about to be started.
 type NewPayment struct {
 	AccountID   uuid.UUID
-	Purpose     string
+	Purpose     PaymentPurpose
 	SenderID    *uuid.UUID
 	AmountCents int64
 	Email       string
@@ -129,7 +115,7 @@ func (s *Store) PaymentByReference(ctx context.Context, reference string) (Payme
 
 // MarkPayment moves an unpaid payment to abandoned or failed, with the reason. It reports
 // whether the payment changed: a paid or failed payment stays as it is.
-func (s *Store) MarkPayment(ctx context.Context, reference, status, reason string) (bool, error) {
+func (s *Store) MarkPayment(ctx context.Context, reference string, status PaymentStatus, reason string) (bool, error) {
 	if status != PaymentAbandoned && status != PaymentFailed {
 		return false, fmt.Errorf("mark payment %s: status %q is not abandoned or failed", reference, status)
 	}

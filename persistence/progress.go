@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tuma-sms/tuma/carriers"
 )
 
 // JobProgress is how status writes moved a job: deltas to its counters and its account's.
@@ -17,8 +19,8 @@ type JobProgress struct {
 	JobID, AccountID        uuid.UUID
 	Sent, Delivered, Failed int // net change of messages in each state (sent falls as they finish)
 	RefundedCents           int64
-	RefundedUnits           int64  // SMS parts refunded: they no longer count towards the tier
-	Finished                [3]int // messages that became final, by network (carriers.Safaricom-1 …)
+	RefundedUnits           int64                      // SMS parts refunded: they no longer count towards the tier
+	Finished                [carriers.NetworkSlots]int // messages that became final, by network
 }
 
 // logProgress records, in the transaction of the status writes they summarise, the counter
@@ -37,7 +39,9 @@ func logProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) error {
 	for i, p := range jobs {
 		ids[i], accts[i] = p.JobID, p.AccountID
 		sent[i], deliv[i], failed[i], refunds[i] = int32(p.Sent), int32(p.Delivered), int32(p.Failed), p.RefundedCents
-		finished = append(finished, int32(p.Finished[0]), int32(p.Finished[1]), int32(p.Finished[2]))
+		for _, net := range carriers.Networks() {
+			finished = append(finished, int32(p.Finished[net]))
+		}
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO progress_log (jobs, accounts, sent, delivered, failed, refunded, finished)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, ids, accts, sent, deliv, failed, refunds, finished)
@@ -89,8 +93,8 @@ func (s *Store) FoldProgress(ctx context.Context, limit int) (FoldResult, error)
 				p.Delivered += int(deliv[i])
 				p.Failed += int(failed[i])
 				p.RefundedCents += refunds[i]
-				for n := range 3 {
-					p.Finished[n] += int(finished[3*i+n])
+				for k, net := range carriers.Networks() {
+					p.Finished[net] += int(finished[3*i+k])
 				}
 			}
 		}
@@ -124,7 +128,7 @@ func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.U
 	for i, p := range jobs {
 		ids[i] = p.JobID
 		sent[i], deliv[i], failed[i], refunds[i] = int32(p.Sent), int32(p.Delivered), int32(p.Failed), p.RefundedCents
-		f1[i], f2[i], f3[i] = int32(p.Finished[0]), int32(p.Finished[1]), int32(p.Finished[2])
+		f1[i], f2[i], f3[i] = int32(p.Finished[carriers.Safaricom]), int32(p.Finished[carriers.Airtel]), int32(p.Finished[carriers.Telkom])
 		c := byAccount[p.AccountID]
 		if c == nil {
 			c = new([3]int64)
@@ -187,7 +191,7 @@ func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.U
 
 // Backlog is what unfinished jobs still hold: messages not yet delivered or failed, by network
 // (carriers.Network indexes; 0 unused).
-type Backlog [4]int64
+type Backlog [carriers.NetworkSlots]int64
 
 // Backlog sums the open jobs' messages that are not final, by network. It reads one row per
 // open job, not their messages.

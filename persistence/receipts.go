@@ -421,6 +421,9 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matche
 		if before == "sent" {
 			p.Sent--
 		}
+		if net > 0 && int(net) < carriers.NetworkSlots {
+			p.Finished[net]++
+		}
 		if delivered {
 			p.Delivered++
 		} else {

@@ -28,6 +28,7 @@ type Options struct {
 // built with -tags faults let the configuration set them.
 type Faults struct {
 	SkipRefunds bool // refunds are written to the ledger but never returned to the wallet
+	CrossTenant bool // MessageByID finds any account's message (the security drill's cross-tenant probes)
 }
 
 // Store is the PostgreSQL store. It is safe for concurrent use.

@@ -16,8 +16,8 @@ import (
 type NewCredit struct {
 	AccountID   uuid.UUID
 	Cents       int64
-	Type        string // topup
-	Reference   string // "" for none
+	Type        TransactionType // topup
+	Reference   string          // "" for none
 	Description string
 	// Idempotency, when set, completes with the credit (status 200, the ledger entry as its
 	// resource), so a repeated request can never credit twice.
@@ -114,7 +114,7 @@ func (w *WalletSnapshot) fields() []any {
 // Transaction is a ledger entry.
 type Transaction struct {
 	ID          uuid.UUID
-	Type        string
+	Type        TransactionType
 	AmountCents int64
 	SMSCount    int64
 	Reference   *string
@@ -123,7 +123,7 @@ type Transaction struct {
 }
 
 // ListTransactions returns a page of the account's ledger, newest first (txType "" = all).
-func (s *Store) ListTransactions(ctx context.Context, accountID uuid.UUID, txType string, p Page) ([]Transaction, int64, error) {
+func (s *Store) ListTransactions(ctx context.Context, accountID uuid.UUID, txType TransactionType, p Page) ([]Transaction, int64, error) {
 	var total int64
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM wallet_transactions WHERE account_id = $1 AND ($2 = '' OR type = $2)`,
 		accountID, txType).Scan(&total); err != nil {

@@ -228,7 +228,7 @@ func (s *Server) changePassword(ctx context.Context, rc *fasthttp.RequestCtx) er
 		return err
 	}
 	// Access tokens issued before (this caller's too) stop working on every node at once.
-	s.Principals.SetAccountAccess(ctx, id.String(), acc.Status, acc.TokenVersion)
+	s.Principals.SetAccountAccess(ctx, id.String(), string(acc.Status), acc.TokenVersion)
 	return writeJSON(rc, http.StatusOK, message{Message: "password changed; every session has been signed out, so sign in again with the new password (API keys keep working)"})
 }
 

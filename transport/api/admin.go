@@ -18,7 +18,7 @@ import (
 // adminAccountJSON is the operator's view of an account.
 type adminAccountJSON struct {
 	userJSON
-	Status string `json:"status"`
+	Status persistence.AccountStatus `json:"status"`
 }
 
 // pathID parses a UUID path parameter; anything else is simply not found.
@@ -31,7 +31,7 @@ func pathID(rc *fasthttp.RequestCtx, name string) (uuid.UUID, error) {
 	return id, nil
 }
 
-func (s *Server) setAccountStatus(status string) handler {
+func (s *Server) setAccountStatus(status persistence.AccountStatus) handler {
 	return func(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		id, err := pathID(rc, "id")
 		if err != nil {
@@ -43,7 +43,7 @@ func (s *Server) setAccountStatus(status string) handler {
 		}
 		// Every node's cache learns at once, so the account's keys and tokens stop (or start)
 		// working everywhere on the next request.
-		s.Principals.SetAccountAccess(ctx, id.String(), a.Status, a.TokenVersion)
+		s.Principals.SetAccountAccess(ctx, id.String(), string(a.Status), a.TokenVersion)
 		return writeJSON(rc, http.StatusOK, adminAccountJSON{userJSON: newUserJSON(a), Status: a.Status})
 	}
 }

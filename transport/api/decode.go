@@ -50,6 +50,9 @@ func decodeJSONBytes(body []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return problem("malformed_json", "unexpected data after the JSON object")
 	}
+	if name, nul := nulMember(body); nul { // the store could not hold it (storable.go)
+		return nulProblem(name)
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -38,8 +39,9 @@ func (s *Server) idempotent(ctx context.Context, rc *fasthttp.RequestCtx, op ide
 	if len(raw) == 0 {
 		return run(nil)
 	}
-	if len(raw) > maxIdempotencyKey {
-		return problem("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters")
+	// Not UTF-8, it could not even be looked up: PostgreSQL text refuses it.
+	if len(raw) > maxIdempotencyKey || !utf8.Valid(raw) {
+		return problem("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters of UTF-8 text")
 	}
 	key, replay, err := s.claim(ctx, rc, op, persistence.IdempotencyKey{AccountID: op.scope, Key: op.namespace + string(raw)})
 	if err != nil || replay {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	rpprof "runtime/pprof"
 
 	"github.com/fasthttp/router"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,9 +36,22 @@ func (s *Server) pprof() handler {
 		if err := s.checkAdmin(rc); err != nil {
 			return err
 		}
+		if name, _ := rc.UserValue("path").(string); !pprofPage(name) {
+			return notFound("no such profile") // a problem, as the document says, not pprof's text
+		}
 		prof(rc)
 		return nil
 	}
+}
+
+// pprofPage reports whether name is a page of net/http/pprof: the index, its handlers, or a
+// profile of runtime/pprof.
+func pprofPage(name string) bool {
+	switch name {
+	case "", "cmdline", "profile", "symbol", "trace":
+		return true
+	}
+	return rpprof.Lookup(name) != nil
 }
 
 // pprofHandler is net/http/pprof's pages: the index and named profiles under /debug/pprof/.

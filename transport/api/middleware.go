@@ -48,6 +48,7 @@ func (s *Server) handle(method, path string, acc access, h handler) {
 }
 
 func (s *Server) wrap(method, route string, acc access, h handler) fasthttp.RequestHandler {
+	limited := admitted(route)
 	var rm *routeMetrics
 	if method != "" {
 		rm = s.metrics.forRoute(route, method)
@@ -92,6 +93,16 @@ func (s *Server) wrap(method, route string, acc access, h handler) fasthttp.Requ
 			}
 		}()
 
+		if limited {
+			if !s.admit.enter() {
+				s.metrics.shed.Inc()
+				p := problem("overloaded", "the node is serving as many requests as it can; retry shortly")
+				p.RetryAfter = 1
+				writeProblem(rc, p)
+				return
+			}
+			defer func() { s.admit.leave(time.Since(start)) }()
+		}
 		// fasthttp's RequestCtx is only cancelled at server shutdown, so each request gets
 		// its own deadline for the stores and actors it calls.
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)

@@ -92,23 +92,15 @@ func (s *Server) probe(ctx context.Context, c Check) bool {
 	return up
 }
 
-// WatchDependencies probes every dependency each period until ctx ends, so
-// tuma_dependency_up is fresh whether or not anyone asks /readyz.
-func (s *Server) WatchDependencies(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		for _, c := range s.Checks {
-			pctx, cancel := context.WithTimeout(ctx, min(every, 2*time.Second))
-			s.probe(pctx, c)
-			cancel()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// ProbeDependencies probes every dependency once, so tuma_dependency_up is fresh whether or
+// not anyone asks /readyz (a worker runs it every few seconds).
+func (s *Server) ProbeDependencies(ctx context.Context) (bool, error) {
+	for _, c := range s.Checks {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s.probe(pctx, c)
+		cancel()
 	}
+	return false, nil
 }
 
 // MetricsTimeHeader says when the exposition's values were read (RFC 3339, nanoseconds):

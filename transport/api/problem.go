@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -94,9 +95,16 @@ func problemFor(err error) *Problem {
 		p := problem("payment_provider_unavailable", "the payment provider cannot be reached; nothing was charged, try again shortly")
 		p.RetryAfter = 30
 		return p
-	case errors.Is(err, actors.ErrStopping), errors.Is(err, actors.ErrBusy):
+	case errors.Is(err, actors.ErrStopping), errors.Is(err, actors.ErrBusy), errors.Is(err, context.DeadlineExceeded):
+		// The engine or the store did not answer within the request's deadline: the outcome is
+		// unknown, so the client retries (with its Idempotency-Key), never takes it as refused.
 		p := problem("unavailable", "the service is busy or restarting; retry shortly")
 		p.RetryAfter = 2
+		return p
+	case persistence.Unreachable(err):
+		// PostgreSQL is down or restarting: the request may succeed once it is back.
+		p := problem("unavailable", "the database cannot be reached; retry shortly (with the same Idempotency-Key)")
+		p.RetryAfter = 5 // as /readyz says while PostgreSQL is down
 		return p
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return problem("unauthenticated", "missing or invalid credentials")

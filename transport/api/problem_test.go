@@ -1,10 +1,17 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/valyala/fasthttp"
 
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/auth"
@@ -55,6 +62,8 @@ func TestProblemForMapsDomainErrors(t *testing.T) {
 		{auth.ErrUnauthenticated, 401, "unauthenticated"},
 		{auth.ErrSuspended, 403, "account_suspended"},
 		{problem("malformed_json", "x"), 400, "malformed_json"},
+		// A store call that ran out of the request's time: unknown outcome, retry.
+		{fmt.Errorf("create account: timeout: %w", context.DeadlineExceeded), 503, "unavailable"},
 		{errors.New("pq: relation accounts is on fire"), 500, "internal_error"},
 	}
 	for _, tt := range tests {
@@ -154,5 +163,37 @@ func TestNormalizeEmail(t *testing.T) {
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("normalizeEmail(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// While PostgreSQL is down or restarting, requests that need it answer 503 "unavailable" with
+// Retry-After (retry later, same Idempotency-Key), never an opaque 500.
+func TestDatabaseDownIs503WithRetryAfter(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, refused := pgconn.Connect(ctx, "postgres://postgres@"+addr+"/tuma?sslmode=disable&connect_timeout=2")
+	if refused == nil {
+		t.Fatal("connected to a closed port")
+	}
+	s, _ := bareServer(t, Options{})
+	s.handle("POST", "/needs-the-database", public, func(context.Context, *fasthttp.RequestCtx) error {
+		return fmt.Errorf("claim idempotency key: %w", refused)
+	})
+	c := serveInMemory(t, s)
+	status, h, p := call(t, c, "POST", "/needs-the-database", "", nil)
+	if status != 503 || p.Code != "unavailable" {
+		t.Fatalf("database down = %d %+v; want 503 unavailable", status, p)
+	}
+	if ra := string(h.Peek("Retry-After")); ra == "" || ra == "0" {
+		t.Errorf("Retry-After = %q; want a positive number of seconds", ra)
+	}
+	if strings.Contains(p.Detail, addr) {
+		t.Errorf("the problem reveals the database address: %q", p.Detail)
 	}
 }

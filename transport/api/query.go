@@ -75,6 +75,23 @@ func (q *query) Enum(name string, allowed ...string) string {
 	return ""
 }
 
+// enum reads an optional parameter that must be one of allowed ("" when absent or wrong).
+func enum[T ~string](q *query, name string, allowed []T) T {
+	raw := q.raw(name)
+	if raw == "" {
+		return ""
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		if raw == string(a) {
+			return a
+		}
+		names[i] = string(a)
+	}
+	q.wrong.add(name, "must be one of "+strings.Join(names, ", "))
+	return ""
+}
+
 // err is the problem for what was wrong, malformed parameters first.
 func (q *query) err() error {
 	if len(q.malformed) > 0 {

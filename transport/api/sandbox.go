@@ -80,6 +80,9 @@ func (s *Server) sandboxInitialize(ctx context.Context, rc *fasthttp.RequestCtx)
 	if err := json.Unmarshal(rc.PostBody(), &in); err != nil {
 		return paystackReply(rc, http.StatusBadRequest, false, "Invalid JSON body", nil)
 	}
+	if name, nul := nulMember(rc.PostBody()); nul { // the store could not hold it (storable.go)
+		return paystackReply(rc, http.StatusBadRequest, false, "Invalid character in "+name, nil)
+	}
 	amount, err := strconv.ParseInt(strings.Trim(string(in.Amount), `"`), 10, 64)
 	var problem string
 	switch {

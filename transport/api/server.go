@@ -33,6 +33,8 @@ type Options struct {
 	DashboardURL       string         // where browser flows (verification, payments) land
 	MaxBodyBytes       int            // larger bodies get 413
 	RequestTimeout     time.Duration  // bounds each request's work (database, Redis, actors)
+	MaxInFlight        int            // API requests served at once; more get 503 overloaded at once (0: no cap)
+	ShedLatency        time.Duration  // the in-flight bound shrinks while mean latency exceeds this (0: fixed bound)
 	AccessLog          bool           // log every request
 	TrustedProxies     []netip.Prefix // peers whose X-Forwarded-For is believed (see clientAddr)
 	AccountRate        redis.Rate     // per-account API rate limit
@@ -57,6 +59,8 @@ type Options struct {
 // built with -tags faults let the configuration set them.
 type Faults struct {
 	ReleaseKeys bool // an Idempotency-Key is given back after any failure, timeouts included
+	LogSecrets  bool // the front door logs each request's credentials (the security drill's log scan)
+	NoShed      bool // admission is off: every request is queued however many there are (the overload drill)
 }
 
 // Accounts is what the account endpoints need from the store.
@@ -67,7 +71,7 @@ type Accounts interface {
 	UpdateProfile(ctx context.Context, id uuid.UUID, u persistence.ProfileUpdate) (persistence.Account, error)
 	SetPassword(ctx context.Context, id uuid.UUID, hash string) (persistence.Access, error)
 	RotateAPIKey(ctx context.Context, id uuid.UUID, newHash []byte, prefix string) ([]byte, error)
-	SetStatus(ctx context.Context, id uuid.UUID, status string) (persistence.Account, error)
+	SetStatus(ctx context.Context, id uuid.UUID, status persistence.AccountStatus) (persistence.Account, error)
 	CreateRefreshToken(ctx context.Context, accountID, familyID uuid.UUID, hash []byte, expiresAt time.Time) (uuid.UUID, error)
 	RotateRefreshToken(ctx context.Context, oldHash, newHash []byte, now, expiresAt time.Time) (uuid.UUID, error)
 }
@@ -110,7 +114,7 @@ type Queries interface {
 	MessageCounts(ctx context.Context, accountID uuid.UUID) (persistence.MessageCounts, error)
 	JobByID(ctx context.Context, accountID, id uuid.UUID) (persistence.Job, error)
 	Wallet(ctx context.Context, accountID uuid.UUID) (persistence.Wallet, error)
-	ListTransactions(ctx context.Context, accountID uuid.UUID, txType string, p persistence.Page) ([]persistence.Transaction, int64, error)
+	ListTransactions(ctx context.Context, accountID uuid.UUID, txType persistence.TransactionType, p persistence.Page) ([]persistence.Transaction, int64, error)
 	TransactionByID(ctx context.Context, accountID, id uuid.UUID) (persistence.Transaction, error)
 	Notifications(ctx context.Context, accountID uuid.UUID, limit int) ([]persistence.Notification, error)
 	UnreadCount(ctx context.Context, accountID uuid.UUID) (int64, error)
@@ -157,14 +161,48 @@ type Deps struct {
 	Sandbox        *Sandbox         // the built-in sandbox provider; nil when another is used
 }
 
-// Server is the HTTP front door.
+// Server is the HTTP front door. Its collaborators are named here one by one (set from Deps
+// by New), so a reader sees what the handlers use.
 type Server struct {
-	opts Options
-	Deps
+	opts    Options
 	router  *router.Router
 	metrics *httpMetrics
 	routes  []Route
 	reqIDs  *requestIDs
+	admit   *admission
+
+	// Logging, metrics, operations.
+	Log        *slog.Logger
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	Checks     []Check
+	Recovery   func() any
+	Sims       Simulators
+
+	// Accounts and authentication.
+	Accounts    Accounts
+	Auth        *auth.Authenticator
+	Passwords   *auth.Passwords
+	Tokens      *auth.Tokens
+	Principals  Principals
+	Verify      Verification
+	Mail        Mailer
+	Messages    mail.Messages
+	Now         func() time.Time
+	Limiter     Limiter
+	Idempotency Idempotency
+
+	// Sending and reading.
+	Plan    *carriers.Plan
+	Engine  Dispatcher
+	Queries Queries
+
+	// Payments.
+	Provider       PaymentProvider
+	Confirmer      PaymentConfirmer
+	PaymentStore   Payments
+	WebhookSchemes payments.Schemes
+	Sandbox        *Sandbox
 }
 
 // Route is one registered method and path template.
@@ -184,11 +222,40 @@ func New(opts Options, deps Deps) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 4 << 20
 	}
-	m, err := newHTTPMetrics(deps.Registerer)
+	admit := newAdmission(opts.MaxInFlight, opts.ShedLatency)
+	if opts.Faults.NoShed {
+		admit = newAdmission(0, 0)
+	}
+	m, err := newHTTPMetrics(deps.Registerer, admit.bound)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, Deps: deps, router: router.New(), metrics: m, reqIDs: newRequestIDs()}
+	s := &Server{opts: opts, router: router.New(), metrics: m, reqIDs: newRequestIDs(), admit: admit,
+		Log:            deps.Log,
+		Registerer:     deps.Registerer,
+		Gatherer:       deps.Gatherer,
+		Accounts:       deps.Accounts,
+		Idempotency:    deps.Idempotency,
+		Auth:           deps.Auth,
+		Passwords:      deps.Passwords,
+		Tokens:         deps.Tokens,
+		Principals:     deps.Principals,
+		Limiter:        deps.Limiter,
+		Checks:         deps.Checks,
+		Recovery:       deps.Recovery,
+		Sims:           deps.Sims,
+		Plan:           deps.Plan,
+		Engine:         deps.Engine,
+		Queries:        deps.Queries,
+		Verify:         deps.Verify,
+		Mail:           deps.Mail,
+		Messages:       deps.Messages,
+		Now:            deps.Now,
+		Provider:       deps.Provider,
+		Confirmer:      deps.Confirmer,
+		PaymentStore:   deps.PaymentStore,
+		WebhookSchemes: deps.WebhookSchemes,
+		Sandbox:        deps.Sandbox}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	s.router.NotFound = s.wrap("", "unmatched", public, func(context.Context, *fasthttp.RequestCtx) error {

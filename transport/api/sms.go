@@ -69,23 +69,23 @@ func (s *Server) sendOnce(ctx context.Context, rc *fasthttp.RequestCtx, p auth.P
 
 // messageJSON is the message object (CONTRACT §4).
 type messageJSON struct {
-	ID                uuid.UUID  `json:"id"`
-	JobID             uuid.UUID  `json:"job_id"`
-	CampaignID        *uuid.UUID `json:"campaign_id"`
-	Recipient         string     `json:"recipient"`
-	Network           string     `json:"network"`
-	SenderID          string     `json:"sender_id"`
-	Message           string     `json:"message"`
-	Parts             int        `json:"parts"`
-	Encoding          string     `json:"encoding"`
-	CostKES           kes        `json:"cost_kes"`
-	Status            string     `json:"status"`
-	ProviderStatus    string     `json:"provider_status"`
-	ProviderMessageID *string    `json:"provider_message_id"`
-	Source            string     `json:"source"`
-	CreatedAt         timestamp  `json:"created_at"`
-	SentAt            *timestamp `json:"sent_at"`
-	DeliveredAt       *timestamp `json:"delivered_at"`
+	ID                uuid.UUID                 `json:"id"`
+	JobID             uuid.UUID                 `json:"job_id"`
+	CampaignID        *uuid.UUID                `json:"campaign_id"`
+	Recipient         string                    `json:"recipient"`
+	Network           string                    `json:"network"`
+	SenderID          string                    `json:"sender_id"`
+	Message           string                    `json:"message"`
+	Parts             int                       `json:"parts"`
+	Encoding          string                    `json:"encoding"`
+	CostKES           kes                       `json:"cost_kes"`
+	Status            persistence.MessageStatus `json:"status"`
+	ProviderStatus    string                    `json:"provider_status"`
+	ProviderMessageID *string                   `json:"provider_message_id"`
+	Source            string                    `json:"source"`
+	CreatedAt         timestamp                 `json:"created_at"`
+	SentAt            *timestamp                `json:"sent_at"`
+	DeliveredAt       *timestamp                `json:"delivered_at"`
 }
 
 func newMessageJSON(m persistence.Message) messageJSON {
@@ -108,9 +108,9 @@ func optTime(t *time.Time) *timestamp {
 func (s *Server) listMessages(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	q := newQuery(rc)
 	acct := principal(rc).AccountID
-	f := persistence.MessageFilter{Status: q.Enum("status", "queued", "sent", "delivered", "failed"),
+	f := persistence.MessageFilter{Status: enum(q, "status", persistence.MessageStatuses()),
 		JobID: q.UUID("job_id"), CampaignID: q.UUID("campaign_id")}
-	l := s.list(listMessages, acct, "status="+f.Status, "job_id="+optID(f.JobID), "campaign_id="+optID(f.CampaignID))
+	l := s.list(listMessages, acct, "status="+string(f.Status), "job_id="+optID(f.JobID), "campaign_id="+optID(f.CampaignID))
 	page := q.Page(l)
 	if err := q.err(); err != nil {
 		return err

@@ -37,7 +37,7 @@ type PaymentConfirmer interface {
 type Payments interface {
 	CreatePayment(ctx context.Context, np persistence.NewPayment) (persistence.Payment, error)
 	PaymentStarted(ctx context.Context, sp persistence.StartedPayment) error
-	MarkPayment(ctx context.Context, reference, status, reason string) (bool, error)
+	MarkPayment(ctx context.Context, reference string, status persistence.PaymentStatus, reason string) (bool, error)
 	RecordWebhook(ctx context.Context, provider, event, reference string, body []byte, outcome string) error
 }
 
@@ -86,7 +86,7 @@ func (s *Server) topupOnce(ctx context.Context, rc *fasthttp.RequestCtx, p auth.
 	}
 	co, err := s.Provider.Initialize(ctx, payments.Init{AmountCents: cents, Currency: pay.Currency, Email: email,
 		Reference: pay.Reference, CallbackURL: s.opts.PublicURL + "/wallet/callback",
-		Metadata: map[string]string{"purpose": pay.Purpose, "account_id": p.AccountID.String()}})
+		Metadata: map[string]string{"purpose": string(pay.Purpose), "account_id": p.AccountID.String()}})
 	if err != nil {
 		s.Log.Warn("payment provider failed to start a checkout", slog.String("reference", pay.Reference),
 			slog.String("provider", s.Provider.Name()), slog.Any("error", err))
@@ -143,7 +143,9 @@ func (s *Server) walletCallback(ctx context.Context, rc *fasthttp.RequestCtx) er
 		ref = string(rc.QueryArgs().Peek("trxref")) // Paystack sends both
 	}
 	q := url.Values{}
-	if ref == "" || len(ref) > 100 {
+	// References are Paystack's alphabet (ours are TUMA- and base32): anything else is no
+	// reference of ours, and may be text the store cannot even look up (NUL, invalid UTF-8).
+	if !referenceRE.MatchString(ref) {
 		q.Set("topup", "failed")
 		q.Set("reason", "unknown_reference")
 		return s.redirectDashboard(rc, q)
@@ -203,6 +205,9 @@ func (s *Server) paymentWebhook(ctx context.Context, rc *fasthttp.RequestCtx) er
 		s.Log.Warn("payment webhook refused", slog.String("ip", s.clientIP(rc)), slog.Any("error", err))
 		return problem("invalid_signature", "the webhook signature is missing or does not match the body")
 	}
+	if name, nul := nulMember(body); nul { // the store could not hold it (storable.go)
+		return problem("malformed_webhook", "the event has the NUL character in "+name)
+	}
 	ev, err := payments.ParseEvent(body)
 	if err != nil {
 		return problem("malformed_webhook", err.Error())
@@ -228,12 +233,12 @@ func (s *Server) paymentWebhook(ctx context.Context, rc *fasthttp.RequestCtx) er
 		record("error")
 		return err // 503 when the provider is down: it will deliver again
 	}
-	outcome := out.Status
+	outcome := string(out.Status)
 	if out.Reason != "" {
 		outcome += ": " + out.Reason
 	}
 	record(outcome)
-	return writeJSON(rc, http.StatusOK, webhookReply{Status: out.Status})
+	return writeJSON(rc, http.StatusOK, webhookReply{Status: string(out.Status)})
 }
 
 type webhookReply struct {

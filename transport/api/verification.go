@@ -320,6 +320,6 @@ func (s *Server) resetPassword(ctx context.Context, rc *fasthttp.RequestCtx) err
 		return err
 	}
 	// Access tokens issued before the reset stop working on every node at once.
-	s.Principals.SetAccountAccess(ctx, id.String(), acc.Status, acc.TokenVersion)
+	s.Principals.SetAccountAccess(ctx, id.String(), string(acc.Status), acc.TokenVersion)
 	return writeJSON(rc, http.StatusOK, message{Message: "Your password has been changed; sign in with the new one."})
 }

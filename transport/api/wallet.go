@@ -24,20 +24,20 @@ func (s *Server) wallet(ctx context.Context, rc *fasthttp.RequestCtx) error {
 }
 
 type transactionJSON struct {
-	ID          uuid.UUID `json:"id"`
-	Type        string    `json:"type"`
-	AmountKES   kes       `json:"amount_kes"`
-	SMSCount    int64     `json:"sms_count"`
-	Reference   *string   `json:"reference"`
-	Description string    `json:"description"`
-	CreatedAt   timestamp `json:"created_at"`
+	ID          uuid.UUID                   `json:"id"`
+	Type        persistence.TransactionType `json:"type"`
+	AmountKES   kes                         `json:"amount_kes"`
+	SMSCount    int64                       `json:"sms_count"`
+	Reference   *string                     `json:"reference"`
+	Description string                      `json:"description"`
+	CreatedAt   timestamp                   `json:"created_at"`
 }
 
 func (s *Server) transactions(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	q := newQuery(rc)
 	acct := principal(rc).AccountID
-	txType := q.Enum("type", "topup", "debit", "refund", "sender_id_fee")
-	l := s.list(listTransactions, acct, "type="+txType)
+	txType := enum(q, "type", persistence.TransactionTypes())
+	l := s.list(listTransactions, acct, "type="+string(txType))
 	page := q.Page(l)
 	if err := q.err(); err != nil {
 		return err

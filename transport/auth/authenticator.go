@@ -94,7 +94,7 @@ func (a *Authenticator) APIKey(ctx context.Context, key string) (Principal, erro
 			return Principal{}, err
 		}
 		a.cache.FillKey(ctx, hash, id.String())
-		a.cache.FillAccountAccess(ctx, id.String(), acc.Status, acc.TokenVersion)
+		a.cache.FillAccountAccess(ctx, id.String(), string(acc.Status), acc.TokenVersion)
 		if acc.Status != persistence.StatusActive {
 			return Principal{}, ErrSuspended
 		}
@@ -134,7 +134,7 @@ func (a *Authenticator) Bearer(ctx context.Context, token string) (Principal, er
 // keeps current, and from the database only when the cache cannot answer.
 func (a *Authenticator) access(ctx context.Context, id uuid.UUID, idStr string) (persistence.Access, error) {
 	if status, version, hit := a.cache.AccountAccess(ctx, idStr); hit {
-		return persistence.Access{Status: status, TokenVersion: version}, nil
+		return persistence.Access{Status: persistence.AccountStatus(status), TokenVersion: version}, nil
 	}
 	acc, err := a.store.AccountAccess(ctx, id)
 	if errors.Is(err, persistence.ErrNotFound) {
@@ -143,7 +143,7 @@ func (a *Authenticator) access(ctx context.Context, id uuid.UUID, idStr string) 
 	if err != nil {
 		return persistence.Access{}, err
 	}
-	a.cache.FillAccountAccess(ctx, idStr, acc.Status, acc.TokenVersion)
+	a.cache.FillAccountAccess(ctx, idStr, string(acc.Status), acc.TokenVersion)
 	return acc, nil
 }
 

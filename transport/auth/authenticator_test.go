@@ -66,12 +66,12 @@ func (c *fakeCache) AccountAccess(_ context.Context, id string) (string, int64, 
 	if c.down || !ok {
 		return "", 0, false
 	}
-	return a.Status, a.TokenVersion, true
+	return string(a.Status), a.TokenVersion, true
 }
 
 func (c *fakeCache) FillAccountAccess(_ context.Context, id, status string, v int64) {
 	if !c.down {
-		c.access[id] = persistence.Access{Status: status, TokenVersion: v}
+		c.access[id] = persistence.Access{Status: persistence.AccountStatus(status), TokenVersion: v}
 	}
 }
 

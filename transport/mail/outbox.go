@@ -29,21 +29,21 @@ type OutboxOptions struct {
 	GiveUp   time.Duration // an email queued this long ago is marked failed at its next failure (0: never)
 }
 
-// Outbox delivers queued emails with retries and back-off. Requests never wait for mail:
-// they queue it in their own transaction and Wake the outbox.
+// Outbox is the mail side of an outbox of emails (actors.Outbox runs its rounds): it claims
+// queued emails, hands each to the mail server and records the outcome, retrying with
+// back-off and giving up after GiveUp. Requests never wait for mail: they queue it in their
+// own transaction and wake the outbox's worker.
 type Outbox struct {
 	store  Store
 	sender Sender
 	log    *slog.Logger
 	opts   OutboxOptions
-	wake   chan struct{}
 
 	sent, failed, retries prometheus.Counter
 	pending               prometheus.Gauge
 }
 
-// NewOutbox returns an outbox whose metrics are registered on reg (nil: not exported); call
-// Run to start delivering.
+// NewOutbox returns an outbox whose metrics are registered on reg (nil: not exported).
 func NewOutbox(store Store, sender Sender, opts OutboxOptions, log *slog.Logger, reg prometheus.Registerer) (*Outbox, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = 5 * time.Second
@@ -54,7 +54,7 @@ func NewOutbox(store Store, sender Sender, opts OutboxOptions, log *slog.Logger,
 	if opts.RetryMax < opts.RetryMin {
 		opts.RetryMax = max(10*time.Minute, opts.RetryMin)
 	}
-	o := &Outbox{store: store, sender: sender, log: log, opts: opts, wake: make(chan struct{}, 1),
+	o := &Outbox{store: store, sender: sender, log: log, opts: opts,
 		sent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "mail", Name: "sent_total",
 			Help: "Emails delivered to the mail server."}),
 		failed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "mail", Name: "failed_total",
@@ -62,7 +62,7 @@ func NewOutbox(store Store, sender Sender, opts OutboxOptions, log *slog.Logger,
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "mail", Name: "retries_total",
 			Help: "Failed delivery attempts that will be retried."}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "mail", Name: "outbox_pending",
-			Help: "Emails queued and neither delivered nor given up, as of the outbox's last poll."}),
+			Help: "Emails queued and neither delivered nor given up, as of the outbox's last round."}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{o.sent, o.failed, o.retries, o.pending} {
@@ -74,84 +74,57 @@ func NewOutbox(store Store, sender Sender, opts OutboxOptions, log *slog.Logger,
 	return o, nil
 }
 
-// Wake makes the outbox look for mail now.
-func (o *Outbox) Wake() {
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
-}
+// Poll is how often the outbox's worker looks for due mail when nobody wakes it.
+func (o *Outbox) Poll() time.Duration { return o.opts.Poll }
 
 // leaseFor bounds how long a claimed email is held before another worker may take it.
 const leaseFor = time.Minute
 
-// Run delivers until ctx ends.
-func (o *Outbox) Run(ctx context.Context) {
-	t := time.NewTicker(o.opts.Poll)
-	defer t.Stop()
-	for {
-		for o.deliverDue(ctx) {
-		}
-		o.countPending(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-o.wake:
-		}
-	}
-}
-
-// deliverDue sends one batch of due emails; it reports whether there may be more.
-func (o *Outbox) deliverDue(ctx context.Context) bool {
-	const batch = 20
-	emails, err := o.store.ClaimEmails(ctx, leaseFor, batch)
+// Claim leases up to limit emails that are due.
+func (o *Outbox) Claim(ctx context.Context, limit int) ([]persistence.Email, error) {
+	emails, err := o.store.ClaimEmails(ctx, leaseFor, limit)
 	if err != nil {
-		if ctx.Err() == nil {
-			o.log.Error("claim emails", slog.Any("error", err))
-		}
-		return false
+		return nil, fmt.Errorf("claim emails: %w", err)
 	}
-	for _, e := range emails {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := o.sender.Send(sctx, e)
-		cancel()
-		// Bookkeeping must not be lost to a shutdown that starts mid-send.
-		bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		switch {
-		case err != nil:
-			o.failedAttempt(bctx, e, err)
-		default:
-			o.sent.Inc()
-			if serr := o.store.EmailSent(bctx, e.ID); serr != nil {
-				o.log.Error("record email sent", slog.Any("error", serr))
-			}
-		}
-		bcancel()
-	}
-	return len(emails) == batch && ctx.Err() == nil
+	return emails, nil
 }
 
-// failedAttempt schedules a retry, or records that the email is given up on.
-func (o *Outbox) failedAttempt(ctx context.Context, e persistence.Email, cause error) {
+// Deliver hands one email to the mail server.
+func (o *Outbox) Deliver(ctx context.Context, e persistence.Email) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return o.sender.Send(ctx, e)
+}
+
+// Delivered records an email the mail server took.
+func (o *Outbox) Delivered(ctx context.Context, e persistence.Email) error {
+	o.sent.Inc()
+	if err := o.store.EmailSent(ctx, e.ID); err != nil {
+		return fmt.Errorf("record email sent: %w", err)
+	}
+	return nil
+}
+
+// Failed schedules a retry, or records that the email is given up on.
+func (o *Outbox) Failed(ctx context.Context, e persistence.Email, cause error) error {
 	after := o.backoff(e.Attempts)
 	gaveUp, err := o.store.EmailFailed(ctx, e.ID, cause.Error(), after, o.opts.GiveUp)
 	if err != nil {
-		o.log.Error("record email failure", slog.Any("error", err))
-		return
+		return fmt.Errorf("record email failure: %w", err)
 	}
 	attrs := []any{slog.String("to", e.To), slog.String("purpose", e.Purpose), slog.Int("attempt", e.Attempts+1), slog.Any("error", cause)}
 	if gaveUp {
 		o.failed.Inc()
 		o.log.Error("email not delivered; giving up (TUMA_MAIL_GIVE_UP)", append(attrs, slog.Duration("after", o.opts.GiveUp))...)
-		return
+		return nil
 	}
 	o.retries.Inc()
 	o.log.Warn("email not delivered; will retry", append(attrs, slog.Duration("retry_in", after))...)
+	return nil
 }
 
-// countPending refreshes the pending gauge: one count over a small partial index per poll.
-func (o *Outbox) countPending(ctx context.Context) {
+// CountPending refreshes the pending gauge: one count over a small partial index per round.
+func (o *Outbox) CountPending(ctx context.Context) {
 	n, err := o.store.PendingEmails(ctx)
 	if err != nil {
 		if ctx.Err() == nil {

@@ -20,7 +20,7 @@ type Verifier interface {
 // Store is what confirming needs from the system of record.
 type Store interface {
 	PaymentByReference(ctx context.Context, reference string) (persistence.Payment, error)
-	MarkPayment(ctx context.Context, reference, status, reason string) (bool, error)
+	MarkPayment(ctx context.Context, reference string, status persistence.PaymentStatus, reason string) (bool, error)
 	OpenPayments(ctx context.Context, from, to time.Time, limit int) ([]persistence.Payment, error)
 	ExpirePayments(ctx context.Context, before time.Time) (int64, error)
 }
@@ -33,7 +33,7 @@ type Applier interface {
 // Outcome is what a confirmation found.
 type Outcome struct {
 	Payment persistence.Payment
-	Status  string // paid, pending, abandoned or failed (persistence.Payment* values)
+	Status  persistence.PaymentStatus
 	Reason  string // why it is not paid: cancelled, declined, amount_mismatch, currency_mismatch, …
 	// Applied is true for the one confirmation that credited (or marked the fee paid).
 	Applied bool
@@ -102,7 +102,7 @@ func (c *Confirmer) Confirm(ctx context.Context, reference, via string) (Outcome
 			return Outcome{}, fmt.Errorf("apply payment %s: %w", reference, err)
 		}
 		if res.Applied {
-			log.Info("payment confirmed", slog.String("purpose", p.Purpose), slog.Int64("amount_cents", p.AmountCents))
+			log.Info("payment confirmed", slog.String("purpose", string(p.Purpose)), slog.Int64("amount_cents", p.AmountCents))
 		}
 		return Outcome{Payment: res.Payment, Status: persistence.PaymentPaid, Applied: res.Applied}, nil
 	case "abandoned":
@@ -151,9 +151,8 @@ type ReconcileOptions struct {
 	Expire time.Duration // give up on checkouts older than this (48h)
 }
 
-// Reconcile asks the provider about open checkouts until ctx ends, so a payment whose
-// webhook and return were both lost is still credited.
-func (c *Confirmer) Reconcile(ctx context.Context, o ReconcileOptions) {
+// WithDefaults fills the options left zero.
+func (o ReconcileOptions) WithDefaults() ReconcileOptions {
 	if o.Every <= 0 {
 		o.Every = time.Minute
 	}
@@ -163,26 +162,20 @@ func (c *Confirmer) Reconcile(ctx context.Context, o ReconcileOptions) {
 	if o.Expire <= o.After {
 		o.Expire = 48 * time.Hour
 	}
-	t := time.NewTicker(o.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		c.reconcileOnce(ctx, o)
-	}
+	return o
 }
 
-func (c *Confirmer) reconcileOnce(ctx context.Context, o ReconcileOptions) {
+// Reconcile asks the provider about up to a hundred open checkouts, so a payment whose
+// webhook and return were both lost is still credited, and gives up on checkouts older than
+// o.Expire. A worker runs it every o.Every; checkouts still pending wait for the next round
+// (more is always false: asking again at once would ask the same ones).
+func (c *Confirmer) Reconcile(ctx context.Context, o ReconcileOptions) (more bool, err error) {
+	o = o.WithDefaults()
+	const page = 100
 	now := c.now()
-	open, err := c.store.OpenPayments(ctx, now.Add(-o.Expire), now.Add(-o.After), 100)
+	open, err := c.store.OpenPayments(ctx, now.Add(-o.Expire), now.Add(-o.After), page)
 	if err != nil {
-		if ctx.Err() == nil {
-			c.log.Error("reconcile payments", slog.Any("error", err))
-		}
-		return
+		return false, fmt.Errorf("reconcile payments: %w", err)
 	}
 	for _, p := range open {
 		if _, err := c.Confirm(ctx, p.Reference, "reconciler"); err != nil {
@@ -190,13 +183,16 @@ func (c *Confirmer) reconcileOnce(ctx context.Context, o ReconcileOptions) {
 				c.log.Warn("reconcile payment", slog.String("reference", p.Reference), slog.Any("error", err))
 			}
 			if errors.Is(err, ErrUnavailable) {
-				return // try the rest next time
+				return false, nil // try the rest next time
 			}
 		}
 	}
-	if n, err := c.store.ExpirePayments(ctx, now.Add(-o.Expire)); err != nil {
-		c.log.Error("expire payments", slog.Any("error", err))
-	} else if n > 0 {
+	n, err := c.store.ExpirePayments(ctx, now.Add(-o.Expire))
+	if err != nil {
+		return false, fmt.Errorf("expire payments: %w", err)
+	}
+	if n > 0 {
 		c.log.Info("gave up on unpaid checkouts", slog.Int64("payments", n))
 	}
+	return false, nil
 }

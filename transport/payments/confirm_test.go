@@ -33,7 +33,7 @@ func (b *books) PaymentByReference(_ context.Context, ref string) (persistence.P
 	return *p, nil
 }
 
-func (b *books) MarkPayment(_ context.Context, ref, status, reason string) (bool, error) {
+func (b *books) MarkPayment(_ context.Context, ref string, status persistence.PaymentStatus, reason string) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.payments[ref]
@@ -124,8 +124,10 @@ func TestConfirmOutcomes(t *testing.T) {
 	var logs bytes.Buffer
 	c := NewConfirmer(prov, b, b, slog.New(slog.NewTextHandler(&logs, nil)), func() time.Time { return now })
 	cases := []struct {
-		ref, status, reason string
-		applied             bool
+		ref     string
+		status  persistence.PaymentStatus
+		reason  string
+		applied bool
 	}{
 		{"TUMA-PAID", "paid", "", true},
 		{"TUMA-FEES", "paid", "", true},
@@ -182,7 +184,9 @@ func TestReconcileCreditsWhatNobodyConfirmed(t *testing.T) {
 		"TUMA-B": {Status: "success", Reference: "TUMA-B", Amount: 50000, Currency: "KES"},
 	}
 	c := NewConfirmer(prov, b, b, slog.New(slog.DiscardHandler), func() time.Time { return now })
-	c.reconcileOnce(context.Background(), ReconcileOptions{Every: time.Minute, After: 2 * time.Minute, Expire: 48 * time.Hour})
+	if _, err := c.Reconcile(context.Background(), ReconcileOptions{Every: time.Minute, After: 2 * time.Minute, Expire: 48 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
 	if b.payments["TUMA-A"].Status != persistence.PaymentPaid || b.payments["TUMA-B"].Status != persistence.PaymentPending || b.credits != 1 {
 		t.Errorf("after reconciling: A %s, B %s, %d credits; want A paid, B pending, 1 credit",
 			b.payments["TUMA-A"].Status, b.payments["TUMA-B"].Status, b.credits)

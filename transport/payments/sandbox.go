@@ -48,15 +48,15 @@ func SandboxTransaction(t persistence.SandboxTx) Transaction {
 // sandboxID is a stable numeric id for a transaction, as providers give.
 func sandboxID(t persistence.SandboxTx) int64 { return t.CreatedAt.UnixMicro() }
 
-// SandboxHooks delivers the sandbox's charge.success webhooks to Tuma's webhook endpoint,
-// signed as Paystack signs them, retrying with back-off (as Paystack does) until answered 200.
+// SandboxHooks is the sandbox's side of an outbox of webhooks (actors.Outbox runs its rounds):
+// it posts each owed charge.success webhook to Tuma's webhook endpoint, signed as Paystack
+// signs them, and retries with back-off (as Paystack does) until answered 200.
 type SandboxHooks struct {
 	store  HookStore
 	url    string
 	signer PaystackHMAC
 	http   *http.Client
 	log    *slog.Logger
-	wake   chan struct{}
 	retry  time.Duration
 }
 
@@ -70,60 +70,44 @@ func NewSandboxHooks(store HookStore, url string, secret []byte, retry time.Dura
 		retry = time.Second
 	}
 	return &SandboxHooks{store: store, url: url, signer: PaystackHMAC{Secret: secret},
-		http: &http.Client{Timeout: 10 * time.Second}, log: log, wake: make(chan struct{}, 1), retry: retry}
+		http: &http.Client{Timeout: 10 * time.Second}, log: log, retry: retry}
 }
 
-// Wake makes the sender look for owed webhooks now.
-func (h *SandboxHooks) Wake() {
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
-}
+// Poll is how often the sender's worker looks for owed webhooks when nobody wakes it.
+func (h *SandboxHooks) Poll() time.Duration { return max(h.retry, 100*time.Millisecond) }
 
-// Run delivers until ctx ends.
-func (h *SandboxHooks) Run(ctx context.Context) {
-	t := time.NewTicker(max(h.retry, 100*time.Millisecond))
-	defer t.Stop()
-	for {
-		for h.deliverDue(ctx) {
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-h.wake:
-		}
-	}
-}
-
-func (h *SandboxHooks) deliverDue(ctx context.Context) bool {
-	const batch = 20
-	due, err := h.store.ClaimSandboxHooks(ctx, time.Minute, batch)
+// Claim leases up to limit webhooks that are due.
+func (h *SandboxHooks) Claim(ctx context.Context, limit int) ([]persistence.SandboxTx, error) {
+	due, err := h.store.ClaimSandboxHooks(ctx, time.Minute, limit)
 	if err != nil {
-		if ctx.Err() == nil {
-			h.log.Error("sandbox: claim webhooks", slog.Any("error", err))
-		}
-		return false
+		return nil, fmt.Errorf("sandbox: claim webhooks: %w", err)
 	}
-	for _, t := range due {
-		err := h.post(ctx, t)
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err == nil {
-			err = h.store.SandboxHookDone(bctx, t.AccessCode)
-		} else {
-			attempt := t.HookAttempt + 1
-			after := time.Duration(min(float64(h.retry)*math.Pow(2, float64(attempt-1)), float64(time.Hour)))
-			h.log.Warn("sandbox: webhook not delivered", slog.String("reference", t.Reference), slog.Int("attempt", attempt),
-				slog.Duration("retry_in", after), slog.Any("error", err))
-			err = h.store.SandboxHookFailed(bctx, t.AccessCode, err.Error(), after, attempt >= maxHookAttempts)
-		}
-		cancel()
-		if err != nil {
-			h.log.Error("sandbox: record webhook delivery", slog.Any("error", err))
-		}
+	return due, nil
+}
+
+// Deliver posts one webhook.
+func (h *SandboxHooks) Deliver(ctx context.Context, t persistence.SandboxTx) error {
+	return h.post(ctx, t)
+}
+
+// Delivered records a webhook answered 200.
+func (h *SandboxHooks) Delivered(ctx context.Context, t persistence.SandboxTx) error {
+	if err := h.store.SandboxHookDone(ctx, t.AccessCode); err != nil {
+		return fmt.Errorf("sandbox: record webhook delivery: %w", err)
 	}
-	return len(due) == batch && ctx.Err() == nil
+	return nil
+}
+
+// Failed schedules the next attempt, or gives up after maxHookAttempts.
+func (h *SandboxHooks) Failed(ctx context.Context, t persistence.SandboxTx, cause error) error {
+	attempt := t.HookAttempt + 1
+	after := time.Duration(min(float64(h.retry)*math.Pow(2, float64(attempt-1)), float64(time.Hour)))
+	h.log.Warn("sandbox: webhook not delivered", slog.String("reference", t.Reference), slog.Int("attempt", attempt),
+		slog.Duration("retry_in", after), slog.Any("error", cause))
+	if err := h.store.SandboxHookFailed(ctx, t.AccessCode, cause.Error(), after, attempt >= maxHookAttempts); err != nil {
+		return fmt.Errorf("sandbox: record webhook failure: %w", err)
+	}
+	return nil
 }
 
 func (h *SandboxHooks) post(ctx context.Context, t persistence.SandboxTx) error {

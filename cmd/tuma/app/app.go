@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -140,20 +139,13 @@ func (a *App) Run(ctx context.Context) error {
 		}()
 	}
 	a.log.Info("tuma is listening; booting", slog.String("listen", a.Addr()))
-	workCtx, stopWork := context.WithCancel(context.Background())
-	var work sync.WaitGroup
 	err := a.bootRetrying(ctx)
+	if err == nil {
+		err = a.startWorkers()
+	}
 	if err == nil {
 		a.front.Attach(a.http)
 		close(a.ready)
-		// Background workers: mail, payment reconciliation and the sandbox's webhooks. They
-		// stop after the engine, so nothing they hand it is refused.
-		work.Go(func() { a.outbox.Run(workCtx) })
-		work.Go(func() { a.confirm.Reconcile(workCtx, payments.ReconcileOptions{}) })
-		work.Go(func() { a.http.WatchDependencies(workCtx, 5*time.Second) })
-		if a.hooks != nil {
-			work.Go(func() { a.hooks.Run(workCtx) })
-		}
 		a.log.Info("tuma is serving",
 			slog.String("api", a.cfg.PublicURL),
 			slog.String("docs", a.cfg.PublicURL+"/docs"),
@@ -164,6 +156,9 @@ func (a *App) Run(ctx context.Context) error {
 		case err = <-serveErr:
 			err = fmt.Errorf("http server: %w", err)
 		}
+	}
+	if a.cfg.Faults.has("abrupt-shutdown") { // a deliberate defect: exit at once, nothing drained
+		return err
 	}
 	a.log.Info("shutting down", slog.Duration("timeout", a.cfg.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
@@ -177,12 +172,12 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	}
 	if a.engine != nil {
+		// Its workers stop first: queued mail and owed webhooks wait in the database for the
+		// next start.
 		if serr := a.engine.Stop(sctx); serr != nil {
 			err = errors.Join(err, fmt.Errorf("engine: %w", serr))
 		}
 	}
-	stopWork() // queued mail and owed webhooks wait in the database for the next start
-	work.Wait()
 	a.closeStores()
 	a.log.Info("stopped")
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {

@@ -79,6 +79,8 @@ func (a *App) boot(ctx context.Context) (err error) {
 		DashboardURL:       cfg.DashboardURL,
 		MaxBodyBytes:       cfg.MaxBodyBytes,
 		RequestTimeout:     cfg.RequestTimeout,
+		MaxInFlight:        cfg.MaxInFlight,
+		ShedLatency:        cfg.ShedLatency,
 		AccessLog:          cfg.AccessLog,
 		TrustedProxies:     cfg.TrustedProxies,
 		AccountRate:        redis.Rate{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst},
@@ -112,7 +114,7 @@ func (a *App) boot(ctx context.Context) (err error) {
 		Engine:      a.engine,
 		Queries:     a.store,
 		Verify:      a.store,
-		Mail:        a.outbox,
+		Mail:        waker{a.engine, workerMail},
 		Messages:    mail.Messages{Product: "Tuma", PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
 		Now:         a.now,
 
@@ -159,7 +161,7 @@ func (a *App) buildPayments() (api.PaymentProvider, *api.Sandbox) {
 		self := "http://" + listenURLHost(a.ln.Addr().String())
 		p = payments.NewPaystack("sandbox", self+"/sandbox/paystack", secret, nil)
 		a.hooks = payments.NewSandboxHooks(a.store, self+"/payments/webhook", []byte(secret), cfg.MailRetryMin, a.log)
-		sandbox = &api.Sandbox{Store: a.store, Hooks: a.hooks, Secret: secret}
+		sandbox = &api.Sandbox{Store: a.store, Hooks: waker{a.engine, workerHooks}, Secret: secret}
 	}
 	a.confirm = payments.NewConfirmer(p, a.store, a.engine, a.log, a.now)
 	return p, sandbox

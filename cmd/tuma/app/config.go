@@ -47,6 +47,8 @@ type Config struct {
 	AccessLog        bool
 	MaxBodyBytes     int
 	RequestTimeout   time.Duration
+	MaxInFlight      int
+	ShedLatency      time.Duration
 	ShutdownTimeout  time.Duration
 	RateLimitRPS     float64
 	RateLimitBurst   int

@@ -14,7 +14,7 @@ import (
 )
 
 // faultNames are the defects TUMA_FAULTS may name.
-var faultNames = []string{"skip-refunds", "skip-resume", "release-keys"}
+var faultNames = []string{"skip-refunds", "skip-resume", "release-keys", "hold-slots", "log-secrets", "cross-tenant", "abrupt-shutdown", "no-shed"}
 
 // Faults is the parsed TUMA_FAULTS.
 type Faults []string
@@ -42,7 +42,11 @@ func (f Faults) String() string { return strings.Join(f, ",") }
 func (f Faults) has(name string) bool { return slices.Contains(f, name) }
 
 func (f Faults) store() persistence.Faults {
-	return persistence.Faults{SkipRefunds: f.has("skip-refunds")}
+	return persistence.Faults{SkipRefunds: f.has("skip-refunds"), CrossTenant: f.has("cross-tenant")}
 }
-func (f Faults) engine() actors.Faults { return actors.Faults{SkipResume: f.has("skip-resume")} }
-func (f Faults) front() api.Faults     { return api.Faults{ReleaseKeys: f.has("release-keys")} }
+func (f Faults) engine() actors.Faults {
+	return actors.Faults{SkipResume: f.has("skip-resume"), HoldSlots: f.has("hold-slots")}
+}
+func (f Faults) front() api.Faults {
+	return api.Faults{ReleaseKeys: f.has("release-keys"), LogSecrets: f.has("log-secrets"), NoShed: f.has("no-shed")}
+}

@@ -202,6 +202,12 @@ func options() []option {
 		{"TUMA_REQUEST_TIMEOUT", "30s", "deadline of each request's work", false,
 			func(c *Config, v string) error { return duration(&c.RequestTimeout, v) },
 			func(c *Config) string { return c.RequestTimeout.String() }},
+		{"TUMA_MAX_IN_FLIGHT", "512", "most API requests served at once; beyond the bound a request is answered 503 overloaded with Retry-After at once instead of queueing (health, readiness and metrics are never refused; 0 = no bound)", false,
+			func(c *Config, v string) error { return intIn(&c.MaxInFlight, v, 0, 1_000_000) },
+			func(c *Config) string { return strconv.Itoa(c.MaxInFlight) }},
+		{"TUMA_SHED_LATENCY", "250ms", "the in-flight bound shrinks while the mean latency of API requests exceeds this, and grows back to TUMA_MAX_IN_FLIGHT when it does not (0 = a fixed bound)", false,
+			func(c *Config, v string) error { return durationOrZero(&c.ShedLatency, v) },
+			func(c *Config) string { return c.ShedLatency.String() }},
 		{"TUMA_SHUTDOWN_TIMEOUT", "20s", "how long a graceful shutdown may take", false,
 			func(c *Config, v string) error { return duration(&c.ShutdownTimeout, v) },
 			func(c *Config) string { return c.ShutdownTimeout.String() }},
@@ -266,7 +272,7 @@ func options() []option {
 		{"TUMA_RECEIPT_TIMEOUT", "10m", "a sent message with no delivery receipt after this is asked about", false,
 			func(c *Config, v string) error { return duration(&c.ReceiptTimeout, v) },
 			func(c *Config) string { return c.ReceiptTimeout.String() }},
-		{"TUMA_FAULTS", "", "deliberate defects for the drills' own tests (skip-refunds, skip-resume, release-keys); only binaries built with -tags faults accept it", false,
+		{"TUMA_FAULTS", "", "deliberate defects for the drills' own tests (skip-refunds, skip-resume, release-keys, hold-slots, log-secrets, cross-tenant, abrupt-shutdown, no-shed); only binaries built with -tags faults accept it", false,
 			func(c *Config, v string) error { return c.Faults.parse(v) },
 			func(c *Config) string { return c.Faults.String() }},
 		{"TUMA_RECEIPT_DEADLINE", "72h", "a sent message still without a final status after this fails and is refunded (the stale-sent sweep; at least TUMA_RECEIPT_TIMEOUT)", false,
@@ -304,6 +310,15 @@ func intIn(dst *int, v string, lo, hi int) error {
 	}
 	*dst = n
 	return nil
+}
+
+// durationOrZero is duration where 0 turns the feature off.
+func durationOrZero(dst *time.Duration, v string) error {
+	if v == "0" {
+		*dst = 0
+		return nil
+	}
+	return duration(dst, v)
 }
 
 func duration(dst *time.Duration, v string) error {

@@ -1,0 +1,54 @@
+// Background work: the node's loops as workers the engine supervises.
+
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/payments"
+)
+
+// Worker names.
+const (
+	workerMail       = "mail"          // the mail outbox
+	workerReconciler = "reconciler"    // asks the payment provider about unconfirmed checkouts
+	workerHooks      = "sandbox-hooks" // the sandbox provider's webhooks
+	workerProbes     = "probes"        // dependency probes behind tuma_dependency_up
+)
+
+// waker wakes one worker: what a handler calls after queueing work for it.
+type waker struct {
+	engine *actors.Engine
+	name   string
+}
+
+func (w waker) Wake() { w.engine.Wake(w.name) }
+
+// startWorkers hands the node's background loops to the engine, which runs each as a
+// supervised actor and stops them first when it stops (so what they hand it is still taken).
+func (a *App) startWorkers() error {
+	mail := actors.Outbox[persistence.Email]{Claim: a.outbox.Claim, Deliver: a.outbox.Deliver,
+		Delivered: a.outbox.Delivered, Failed: a.outbox.Failed, AfterRound: a.outbox.CountPending}
+	reconcile := payments.ReconcileOptions{}.WithDefaults()
+	workers := []actors.Worker{
+		{Name: workerMail, Every: a.outbox.Poll(), Round: mail.Round, AtStart: true},
+		{Name: workerReconciler, Every: reconcile.Every, Round: func(ctx context.Context) (bool, error) {
+			return a.confirm.Reconcile(ctx, reconcile)
+		}},
+		{Name: workerProbes, Every: 5 * time.Second, Timeout: 10 * time.Second, Round: a.http.ProbeDependencies, AtStart: true},
+	}
+	if a.hooks != nil {
+		hooks := actors.Outbox[persistence.SandboxTx]{Claim: a.hooks.Claim, Deliver: a.hooks.Deliver,
+			Delivered: a.hooks.Delivered, Failed: a.hooks.Failed}
+		workers = append(workers, actors.Worker{Name: workerHooks, Every: a.hooks.Poll(), Round: hooks.Round, AtStart: true})
+	}
+	for _, w := range workers {
+		if err := a.engine.AddWorker(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}

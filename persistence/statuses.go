@@ -1,0 +1,97 @@
+// Statuses and kinds: the values the schema's CHECK constraints allow, as named constants.
+// TestStatusesMatchTheSchema fails when a list here and its CHECK constraint disagree.
+
+package persistence
+
+// MessageStatus is where a message is: queued → sent → delivered | failed (a queued message
+// may also fail before it is sent).
+type MessageStatus string
+
+const (
+	MessageQueued    MessageStatus = "queued"
+	MessageSent      MessageStatus = "sent"
+	MessageDelivered MessageStatus = "delivered"
+	MessageFailed    MessageStatus = "failed"
+)
+
+// MessageStatuses are every message status.
+func MessageStatuses() []MessageStatus {
+	return []MessageStatus{MessageQueued, MessageSent, MessageDelivered, MessageFailed}
+}
+
+// JobStatus is where a send job is: queued (accepted) → sending (expanded) → completed
+// (every message final).
+type JobStatus string
+
+const (
+	JobQueued    JobStatus = "queued"
+	JobSending   JobStatus = "sending"
+	JobCompleted JobStatus = "completed"
+)
+
+// JobStatuses are every job status.
+func JobStatuses() []JobStatus { return []JobStatus{JobQueued, JobSending, JobCompleted} }
+
+// AccountStatus says whether an account may use the API.
+type AccountStatus string
+
+const (
+	StatusActive    AccountStatus = "active"
+	StatusSuspended AccountStatus = "suspended"
+)
+
+// AccountStatuses are every account status.
+func AccountStatuses() []AccountStatus { return []AccountStatus{StatusActive, StatusSuspended} }
+
+// TransactionType is the kind of a ledger entry.
+type TransactionType string
+
+const (
+	TxTopup       TransactionType = "topup"         // money in: payments, operator credits, bonuses
+	TxDebit       TransactionType = "debit"         // a send or campaign, charged upfront
+	TxRefund      TransactionType = "refund"        // failed messages given back
+	TxSenderIDFee TransactionType = "sender_id_fee" // informational: a sender ID's fee paid at checkout
+)
+
+// TransactionTypes are every ledger entry kind.
+func TransactionTypes() []TransactionType {
+	return []TransactionType{TxTopup, TxDebit, TxRefund, TxSenderIDFee}
+}
+
+// PaymentStatus is where a checkout is: pending → paid | abandoned | failed.
+type PaymentStatus string
+
+const (
+	PaymentPending   PaymentStatus = "pending"
+	PaymentAbandoned PaymentStatus = "abandoned"
+	PaymentPaid      PaymentStatus = "paid"
+	PaymentFailed    PaymentStatus = "failed"
+)
+
+// PaymentStatuses are every payment status.
+func PaymentStatuses() []PaymentStatus {
+	return []PaymentStatus{PaymentPending, PaymentAbandoned, PaymentPaid, PaymentFailed}
+}
+
+// PaymentPurpose is what a confirmed payment pays for.
+type PaymentPurpose string
+
+const (
+	PurposeTopup     PaymentPurpose = "wallet_topup"  // credits the wallet
+	PurposeSenderFee PaymentPurpose = "sender_id_fee" // pays a sender ID's registration fee
+)
+
+// PaymentPurposes are every payment purpose.
+func PaymentPurposes() []PaymentPurpose { return []PaymentPurpose{PurposeTopup, PurposeSenderFee} }
+
+// IdempotencyState is where an Idempotency-Key claim is: in_flight (its request is running,
+// or its outcome is unknown) → done (its response is stored).
+type IdempotencyState string
+
+const (
+	KeyInFlight IdempotencyState = "in_flight"
+	KeyDone     IdempotencyState = "done"
+)
+
+// IdempotencyStates are every claim state.
+func IdempotencyStates() []IdempotencyState { return []IdempotencyState{KeyInFlight, KeyDone} }

@@ -1,0 +1,105 @@
+// Admission: a bound on the API requests a node serves at once, adapted to their latency.
+
+package api
+
+import (
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// admission refuses API requests beyond a bound with 503 overloaded at once. Past the node's
+// capacity, queueing more requests for the database and the engine only makes every request
+// slow (and lets clients' timeouts turn into retries of work that may still commit); a quick
+// refusal with Retry-After costs microseconds and keeps the accepted ones fast.
+//
+// The bound adapts: every window (100 ms), when the mean latency of the requests served
+// exceeded the target, the bound shrinks in proportion (by target/mean, at least a quarter,
+// never under a floor), so a storm is met within a few windows; when it did not and the bound
+// was reached, it grows by a twentieth (never over the ceiling). A node then holds only as many requests as it serves within the target,
+// whatever they cost: a hundred 1-recipient sends or a few 10,000-recipient ones.
+type admission struct {
+	ceiling int64         // most requests at once; 0: no bound at all
+	target  time.Duration // mean latency to stay under; 0: the bound stays at the ceiling
+	window  time.Duration
+
+	limit atomic.Int64
+	n     atomic.Int64
+
+	windowStart atomic.Int64 // unix nanos
+	sumNanos    atomic.Int64
+	served      atomic.Int64
+	full        atomic.Bool // the bound was reached this window
+}
+
+// admissionFloor is the least the adaptive bound falls to.
+const admissionFloor = 8
+
+func newAdmission(ceiling int, target time.Duration) *admission {
+	a := &admission{ceiling: int64(ceiling), target: target, window: 100 * time.Millisecond}
+	a.limit.Store(int64(ceiling))
+	a.windowStart.Store(time.Now().UnixNano())
+	return a
+}
+
+// enter takes a place; false when the node is full.
+func (a *admission) enter() bool {
+	if a.ceiling <= 0 {
+		return true
+	}
+	if a.n.Add(1) > a.limit.Load() {
+		a.n.Add(-1)
+		a.full.Store(true)
+		return false
+	}
+	return true
+}
+
+// leave gives the place back, with how long the request took.
+func (a *admission) leave(took time.Duration) {
+	if a.ceiling <= 0 {
+		return
+	}
+	a.n.Add(-1)
+	if a.target <= 0 {
+		return
+	}
+	a.sumNanos.Add(int64(took))
+	a.served.Add(1)
+	now := time.Now().UnixNano()
+	start := a.windowStart.Load()
+	if now-start < int64(a.window) || !a.windowStart.CompareAndSwap(start, now) {
+		return
+	}
+	// This request closes the window (the CAS elects one): adjust from what it saw.
+	served, sum, full := a.served.Swap(0), a.sumNanos.Swap(0), a.full.Swap(false)
+	if served == 0 {
+		return
+	}
+	limit := a.limit.Load()
+	switch mean := time.Duration(sum / served); {
+	case mean > a.target:
+		limit = max(admissionFloor, int64(float64(limit)*min(0.75, float64(a.target)/float64(mean))))
+	case full:
+		limit = min(a.ceiling, limit+max(1, limit/20))
+	}
+	a.limit.Store(limit)
+}
+
+// bound is the current bound (0: none).
+func (a *admission) bound() int64 {
+	if a.ceiling <= 0 {
+		return 0
+	}
+	return a.limit.Load()
+}
+
+// admitted reports whether a route counts against the bound: probes, metrics and the API
+// reference are answered whatever the load, so operators can see a node that is shedding.
+func admitted(route string) bool {
+	switch route {
+	case "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs":
+		return false
+	}
+	return !strings.HasPrefix(route, "/docs/") && !strings.HasPrefix(route, "/debug/pprof/")
+}

@@ -1,0 +1,121 @@
+package api
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestAdmissionBoundsRequestsAtOnce(t *testing.T) {
+	a := newAdmission(3, 0)
+	for i := range 3 {
+		if !a.enter() {
+			t.Fatalf("request %d refused under the bound", i+1)
+		}
+	}
+	if a.enter() {
+		t.Fatal("a fourth request admitted with a bound of 3")
+	}
+	a.leave(time.Millisecond)
+	if !a.enter() {
+		t.Fatal("a request refused after one left")
+	}
+	// Concurrent enters never admit more than the bound.
+	b := newAdmission(10, 0)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admittedN := 0
+	for range 100 {
+		wg.Go(func() {
+			if b.enter() {
+				mu.Lock()
+				admittedN++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if admittedN != 10 {
+		t.Errorf("%d of 100 concurrent requests admitted; want exactly the bound, 10", admittedN)
+	}
+}
+
+func TestAdmissionZeroIsNoBound(t *testing.T) {
+	a := newAdmission(0, 250*time.Millisecond)
+	for i := range 10_000 {
+		if !a.enter() {
+			t.Fatalf("request %d refused with no bound", i+1)
+		}
+	}
+	if a.bound() != 0 {
+		t.Errorf("bound %d; want 0 (none)", a.bound())
+	}
+}
+
+// serveWindow serves one window of requests of the given latency, filling the bound first
+// when full is set, and returns the bound after the window closed.
+func serveWindow(a *admission, took time.Duration, full bool) int64 {
+	if full {
+		for a.enter() {
+		}
+		for a.n.Load() > 0 {
+			a.leave(took)
+		}
+	} else if a.enter() {
+		a.leave(took)
+	}
+	a.windowStart.Store(time.Now().Add(-2 * a.window).UnixNano()) // the next leave closes the window
+	if a.enter() {
+		a.leave(took)
+	}
+	return a.bound()
+}
+
+// Slow requests shrink the bound to its floor; fast ones at the bound grow it back to the
+// ceiling, and a fixed bound (no target) never moves.
+func TestAdmissionAdaptsToLatency(t *testing.T) {
+	a := newAdmission(512, 100*time.Millisecond)
+	prev := a.bound()
+	for range 40 {
+		b := serveWindow(a, time.Second, false)
+		if b > prev {
+			t.Fatalf("bound grew from %d to %d while requests took 1 s", prev, b)
+		}
+		prev = b
+	}
+	if prev != admissionFloor {
+		t.Fatalf("bound %d after 40 slow windows; want the floor %d", prev, admissionFloor)
+	}
+	for range 200 {
+		b := serveWindow(a, time.Millisecond, true)
+		if b < prev {
+			t.Fatalf("bound fell from %d to %d while requests took 1 ms", prev, b)
+		}
+		prev = b
+	}
+	if prev != 512 {
+		t.Fatalf("bound %d after 200 fast full windows; want the ceiling 512", prev)
+	}
+	// Fast but not full: no reason to grow past what is used, nor to shrink.
+	a.limit.Store(100)
+	if b := serveWindow(a, time.Millisecond, false); b != 100 {
+		t.Errorf("bound %d after a fast window that never reached it; want 100 unchanged", b)
+	}
+	fixed := newAdmission(64, 0)
+	if b := serveWindow(fixed, time.Minute, true); b != 64 {
+		t.Errorf("a fixed bound moved to %d", b)
+	}
+}
+
+func TestProbesAreNeverShed(t *testing.T) {
+	for _, r := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/{filepath:*}", "/debug/pprof/{path:*}"} {
+		if admitted(r) {
+			t.Errorf("%s counts against the bound: an overloaded node would hide from its operators", r)
+		}
+	}
+	for _, r := range []string{"/sms/send", "/auth/login", "/admin/accounts/{id}/credit", "unmatched"} {
+		if !admitted(r) {
+			t.Errorf("%s does not count against the bound", r)
+		}
+	}
+}
