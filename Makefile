@@ -13,7 +13,7 @@ export TUMA_ADMIN_TOKEN ?= dev-admin-token-change-me
 export TUMA_SIGNUP_LIMIT_PER_IP ?= 0
 export TUMA_AUTH_LIMIT_PER_IP ?= 0
 
-.PHONY: run build test vet fmt-check lint bench fuzz migrate stores clean
+.PHONY: run build test vet fmt-check lint bench drills fuzz migrate stores clean
 
 ## run: start PostgreSQL and Redis if needed, build, migrate and serve on simulated carriers
 run: stores build
@@ -30,11 +30,15 @@ run: stores build
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tuma
 
-## test: vet, gofmt check and every test (unit, integration, end-to-end) with the race detector
+## test: vet, gofmt check, every test (unit, integration, end-to-end) with the race detector,
+## then the reliability drills in their short form (see make drills)
 test: vet fmt-check
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/bench/drill$$')
 	@# Allocation counts are only meaningful in a build without the race detector.
 	$(GO) test -count=1 -run 'Allocations$$' ./carriers/sim/
+	@# The drills start real nodes and time them: alone, after everything else, so no other
+	@# test's load counts in their figures.
+	$(GO) test -count=1 -timeout 30m ./bench/drill/
 
 vet:
 	$(GO) vet ./...
@@ -62,6 +66,13 @@ bench: stores build
 	done | tee bench.out | $(GO) run ./bench/internal/benchtable
 	@echo
 	@bench/suite.sh
+
+## drills: the reliability drills at full size against the binary (crash, backlog, deps,
+## overload, shutdown, security; DRILLS=crash,backlog to choose); prints the table and writes
+## drills.json
+DRILLS ?=
+drills: stores build
+	$(BIN) drill $(if $(DRILLS),--only $(DRILLS)) --json drills.json
 
 ## fuzz: run every fuzz target for FUZZTIME each (corpora live in testdata/fuzz)
 fuzz:

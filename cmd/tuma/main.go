@@ -5,6 +5,7 @@
 //	tuma config    print the effective configuration, secrets redacted
 //	tuma version   print the version
 //	tuma bench     drive a running Tuma with load and measure it (see bench.Usage)
+//	tuma drill     run the reliability drills against this binary (see drill.Usage)
 package main
 
 import (
@@ -15,9 +16,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/tuma-sms/tuma/bench"
+	"github.com/tuma-sms/tuma/bench/drill"
 	"github.com/tuma-sms/tuma/cmd/tuma/app"
 )
 
@@ -52,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		return err
 	case "bench": // a client of a running node: no server configuration
 		return runBench(ctx, args[1:], stdout, stderr, lookup)
+	case "drill": // starts nodes of its own: no server configuration
+		return runDrill(ctx, args[1:], stdout, stderr, lookup)
 	case "serve", "migrate":
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
@@ -108,6 +113,26 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	return bench.Run(ctx, cfg, stdout, stderr)
 }
 
+// runDrill is `tuma drill …`: it fails when any check fails.
+func runDrill(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
+	cfg, err := drill.ParseArgs(args, lookup, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cfg.Progress = stderr
+	rep, err := drill.Run(ctx, cfg, stdout)
+	if err != nil {
+		return err
+	}
+	if !rep.Pass {
+		return fmt.Errorf("drills failed:\n  %s", strings.Join(rep.Failed(), "\n  "))
+	}
+	return nil
+}
+
 const usage = `usage: tuma [command]
 
 commands:
@@ -116,5 +141,6 @@ commands:
   config    print the effective configuration, secrets redacted
   version   print the version
   bench     load-test a running Tuma over HTTP; tuma bench -h for its flags
+  drill     reliability drills (kill -9, outages, overload, probes); tuma drill -h for its flags
 
 Configuration comes from TUMA_* environment variables; see README.md.`

@@ -1,0 +1,128 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// faultsBin is a tuma binary built with -tags faults for the drills' own tests: the same
+// code as the real one, plus the TUMA_FAULTS switches that make each drill's checks fail.
+var faultsBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tuma-drill-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	faultsBin = filepath.Join(dir, "tuma")
+	build := exec.Command("go", "build", "-tags", "faults", "-o", faultsBin, "./cmd/tuma")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the faults binary: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runDrill runs one drill in its --short form on the faults binary with the given faults
+// ("" for none), logging its progress to the test.
+func runDrill(t *testing.T, name, faults string) Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cfg := Config{Bin: faultsBin, Only: []string{name}, Short: true, Faults: faults,
+		DatabaseURL: envOr("TUMA_DRILL_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		RedisURL:    envOr("TUMA_DRILL_REDIS_URL", "redis://127.0.0.1:6379/0"),
+		RedisServer: "redis-server", Source: "../..", Progress: testWriter{t}}
+	rep, err := Run(ctx, cfg, io.Discard)
+	if err != nil {
+		t.Fatalf("drill %s: %v", name, err)
+	}
+	return rep
+}
+
+// mustPass fails the test with every failed row unless the run passed.
+func mustPass(t *testing.T, rep Report) {
+	t.Helper()
+	if !rep.Pass {
+		t.Fatalf("the drill failed:\n  %s", strings.Join(rep.Failed(), "\n  "))
+	}
+}
+
+// mustFail fails the test unless every named check of the drill failed (a fault must be noticed
+// where it shows).
+func mustFail(t *testing.T, rep Report, drill string, checks ...string) {
+	t.Helper()
+	if rep.Pass {
+		t.Fatalf("the drill passed with faults %q injected", rep.Faults)
+	}
+	for _, c := range checks {
+		row, ok := rep.Row(drill, c)
+		if !ok {
+			t.Errorf("no %s/%s row", drill, c)
+			continue
+		}
+		if row.Pass {
+			t.Errorf("%s/%s passed with faults %q injected: %s", drill, c, rep.Faults, row.Figure)
+		}
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// testWriter logs a drill's progress lines to the test.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestCrashDrill(t *testing.T) {
+	mustPass(t, runDrill(t, "crash", ""))
+}
+
+// The crash drill notices refunds that never reach the wallet, and keys given back after an
+// unknown outcome (a retry charged twice).
+func TestCrashDrillNoticesFaults(t *testing.T) {
+	t.Run("skip-refunds", func(t *testing.T) {
+		mustFail(t, runDrill(t, "crash", "skip-refunds"), "crash", "ledger")
+	})
+	t.Run("release-keys", func(t *testing.T) {
+		mustFail(t, runDrill(t, "crash", "release-keys"), "crash", "claims kept on unknown outcomes")
+	})
+}
+
+func TestBacklogDrill(t *testing.T) {
+	mustPass(t, runDrill(t, "backlog", ""))
+}
+
+// The backlog drill notices a start that serves but never resumes the work of earlier runs.
+func TestBacklogDrillNoticesFaults(t *testing.T) {
+	mustFail(t, runDrill(t, "backlog", "skip-resume"), "backlog", "backlog drain rate")
+}
+
+func TestOverloadDrill(t *testing.T) {
+	mustPass(t, runDrill(t, "overload", ""))
+}
+
+// The overload drill notices a node that queues every request instead of shedding.
+func TestOverloadDrillNoticesFaults(t *testing.T) {
+	mustFail(t, runDrill(t, "overload", "no-shed"), "overload", "crowd shed (storm 1)", "accepted sends stay fast (storm 1)")
+}
