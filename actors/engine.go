@@ -88,6 +88,7 @@ type Engine struct {
 	recoveryProgress recoveryProgress
 
 	epochs    atomic.Int64 // numbers tenant incarnations
+	handedOff atomic.Int64 // messages of handed-off jobs still with the links (HandOffBudget)
 	ready     chan struct{}
 	readyOnce sync.Once
 	accepting atomic.Bool

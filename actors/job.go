@@ -41,8 +41,10 @@ type jobState struct {
 	more    bool // the database may hold more open messages past cursor
 	loading bool
 	// inline: accepted by this incarnation with its messages in hand (not read from the store);
-	// handedOff: its slot was given back once every message was in a link's hands.
+	// handedOff: its slot was given back once every message was in a link's hands, and budget
+	// is what of the engine's HandOffBudget its messages still take.
 	inline, handedOff bool
+	budget            int
 }
 
 // jobPage is how many open messages a job reads from the database at a time.
@@ -86,13 +88,17 @@ func (j *jobActor) Receive(ctx actor.Context) {
 	case *reloadJob:
 		j.load(ctx)
 	case *outcomesDurable:
+		done := 0
 		for n := range msg.n {
 			st.outstanding[n] = max(st.outstanding[n]-msg.n[n], 0)
+			done += msg.n[n]
 		}
+		j.giveBack(min(done, st.budget))
 		j.pump(ctx)
 	case *actor.Stopped:
 		j.e.jobs.CompareAndDelete(st.start.id, ctx.Self())
 		j.e.m.jobsActive.Dec()
+		j.giveBack(st.budget)
 	case *panicNow:
 		panic("job: panic requested")
 	}
@@ -185,8 +191,40 @@ func (j *jobActor) pump(ctx actor.Context) {
 	// since the accept. Jobs read from the store keep their slot, which bounds how much of a
 	// backlog is read into memory.
 	if st.inline && !st.handedOff && !j.e.opts.Faults.HoldSlots && !st.more && !st.loading && inHand(st) == 0 {
-		st.handedOff = true
-		ctx.Send(st.tenant, &jobHandedOff{id: st.start.id})
+		// Only within the engine's budget: past it, a network that is down holds the slots again
+		// rather than letting every accepted message pile up in memory at its link.
+		held := 0
+		for _, o := range st.outstanding {
+			held += o
+		}
+		if j.e.takeHandOff(held) {
+			st.handedOff, st.budget = true, held
+			ctx.Send(st.tenant, &jobHandedOff{id: st.start.id})
+		}
+	}
+}
+
+// giveBack returns n messages' worth of the hand-off budget.
+func (j *jobActor) giveBack(n int) {
+	if n > 0 {
+		j.st.budget -= n
+		j.e.handedOff.Add(-int64(n))
+	}
+}
+
+// takeHandOff takes n messages' worth of the hand-off budget, if it is there.
+func (e *Engine) takeHandOff(n int) bool {
+	if e.opts.HandOffBudget < 0 {
+		return false
+	}
+	for {
+		cur := e.handedOff.Load()
+		if cur+int64(n) > e.opts.HandOffBudget {
+			return false
+		}
+		if e.handedOff.CompareAndSwap(cur, cur+int64(n)) {
+			return true
+		}
 	}
 }
 

@@ -19,25 +19,28 @@ type LinkOptions struct {
 
 // Options tunes the engine. Zero values take the defaults noted.
 type Options struct {
-	SharedSender      string        // sender name of the shared sender ID
-	InlineLimit       int           // jobs up to this many recipients write message rows at accept (200)
-	JobWindow         int           // messages outstanding per job and network (256)
-	MaxDispatchingJob int           // jobs of one tenant dispatching at once (8); see jobHandedOff
-	TenantIdle        time.Duration // a tenant actor with nothing to do stops after this (5m)
-	AcceptBatch       int           // sends per group commit (256)
-	AcceptShards      int           // group-commit writers, each owning a disjoint share of accounts (2)
-	ReceiptsBatch     int           // transitions per flush (2000)
-	ReceiptsShards    int           // receipts actors flushing in parallel, each owning a share of messages (2)
-	Expansions        int           // large jobs expanded into message rows at once (1)
-	ReceiptsInterval  time.Duration // how long a flush may wait to fill (25ms)
-	ReceiptTimeout    time.Duration // a sent message without a receipt after this is asked about (10m)
-	ReceiptDeadline   time.Duration // … and after this it fails and is refunded (72h)
-	SweepInterval     time.Duration // how often the stale-sent sweep walks (1m)
-	ProgressInterval  time.Duration // how often job counters are folded from the progress log (1s)
-	CommandTimeout    time.Duration // how long Engine methods wait for the engine (15s)
-	LowBalanceCents   int64         // a send leaving less than this raises low_balance (0: never)
-	Links             map[carriers.Network]LinkOptions
-	Faults            Faults // deliberate defects, for the drills' own tests only
+	SharedSender      string // sender name of the shared sender ID
+	InlineLimit       int    // jobs up to this many recipients write message rows at accept (200)
+	JobWindow         int    // messages outstanding per job and network (256)
+	MaxDispatchingJob int    // jobs of one tenant dispatching at once (8); see jobHandedOff
+	// HandOffBudget bounds the messages of jobs that gave their dispatch slot back while links
+	// still hold them (jobHandedOff), across the engine (100,000; negative: never give it back).
+	HandOffBudget    int64
+	TenantIdle       time.Duration // a tenant actor with nothing to do stops after this (5m)
+	AcceptBatch      int           // sends per group commit (256)
+	AcceptShards     int           // group-commit writers, each owning a disjoint share of accounts (2)
+	ReceiptsBatch    int           // transitions per flush (2000)
+	ReceiptsShards   int           // receipts actors flushing in parallel, each owning a share of messages (2)
+	Expansions       int           // large jobs expanded into message rows at once (1)
+	ReceiptsInterval time.Duration // how long a flush may wait to fill (25ms)
+	ReceiptTimeout   time.Duration // a sent message without a receipt after this is asked about (10m)
+	ReceiptDeadline  time.Duration // … and after this it fails and is refunded (72h)
+	SweepInterval    time.Duration // how often the stale-sent sweep walks (1m)
+	ProgressInterval time.Duration // how often job counters are folded from the progress log (1s)
+	CommandTimeout   time.Duration // how long Engine methods wait for the engine (15s)
+	LowBalanceCents  int64         // a send leaving less than this raises low_balance (0: never)
+	Links            map[carriers.Network]LinkOptions
+	Faults           Faults // deliberate defects, for the drills' own tests only
 }
 
 // Faults are deliberate defects a drill turns on to prove it notices them. Only binaries
@@ -66,6 +69,9 @@ func (o *Options) setDefaults() {
 	def(&o.InlineLimit, 200)
 	def(&o.JobWindow, 256)
 	def(&o.MaxDispatchingJob, 8)
+	if o.HandOffBudget == 0 {
+		o.HandOffBudget = 100_000
+	}
 	def(&o.AcceptBatch, 256)
 	def(&o.AcceptShards, 2)
 	def(&o.ReceiptsBatch, 2000)

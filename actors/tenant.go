@@ -44,7 +44,9 @@ type tenantActor struct {
 	dispatching map[uuid.UUID]bool
 	handedOff   map[uuid.UUID]bool // jobs alive only for their outcomes: no slot (jobHandedOff)
 	waiting     []jobStart
-	resume      resumeState
+	// inlineWaiting counts the waiting jobs that keep their messages in memory (see enqueue).
+	inlineWaiting int
+	resume        resumeState
 }
 
 // tenantPending is what a tenant has handed to its writer and not heard back about. It
@@ -85,7 +87,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		}
 		t.timers.stop()
 		t.e.m.jobsWaiting.Sub(float64(len(t.waiting)))
-		t.waiting = nil
+		t.waiting, t.inlineWaiting = nil, 0
 	case *reloadTenant:
 		t.load(ctx)
 		if ctx.Sender() != nil {

@@ -76,8 +76,18 @@ func (t *tenantActor) openJobsRead(ctx actor.Context, msg *openJobsRead) {
 	t.startJobs(ctx)
 }
 
-// enqueue queues a job for a dispatch slot; a job of an earlier run is queued once.
+// enqueue queues a job for a dispatch slot; a job of an earlier run is queued once. Past the
+// first MaxDispatchingJob waiting jobs, a job's messages are not kept in memory while it
+// waits: it reads them back from the store when its turn comes, so however many sends wait,
+// the tenant holds a bounded number of them.
 func (t *tenantActor) enqueue(js jobStart) {
+	if js.inline != nil {
+		if t.inlineWaiting >= t.e.opts.MaxDispatchingJob {
+			js = jobStart{id: js.id}
+		} else {
+			t.inlineWaiting++
+		}
+	}
 	if bytes.Compare(js.id[:], t.resume.before[:]) < 0 {
 		if t.resume.seen[js.id] {
 			return
@@ -97,6 +107,9 @@ func (t *tenantActor) startJobs(ctx actor.Context) {
 		t.waiting[0] = jobStart{}
 		t.waiting = t.waiting[1:]
 		t.e.m.jobsWaiting.Dec()
+		if js.inline != nil {
+			t.inlineWaiting--
+		}
 		st := &jobState{start: js, tenant: ctx.Self()}
 		_, err := ctx.SpawnNamed(t.e.props(func() actor.Actor { return &jobActor{e: t.e, st: st} }), "job-"+js.id.String())
 		if err != nil {

@@ -140,7 +140,9 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, msgs []NewMessage) (boo
 		if err != nil {
 			return fmt.Errorf("copy messages: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE jobs SET pending_recipients = NULL, status = 'sending' WHERE id = $1`, j.ID); err != nil {
+		lo, hi := messageRange(msgs)
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET pending_recipients = NULL, status = 'sending', first_message_id = $2, last_message_id = $3
+			WHERE id = $1`, j.ID, lo, hi); err != nil {
 			return err
 		}
 		expanded = true

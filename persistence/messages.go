@@ -3,6 +3,7 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -122,7 +123,10 @@ func (s *Store) ListMessages(ctx context.Context, accountID uuid.UUID, f Message
 	}
 	if f.JobID != nil {
 		args = append(args, *f.JobID)
-		where = append(where, fmt.Sprintf("m.job_id = $%d", len(args)))
+		// The job's range of the primary key (migration 009), so the list reads only its rows.
+		where = append(where, fmt.Sprintf(`m.job_id = $%[1]d
+			AND m.id >= coalesce((SELECT first_message_id FROM jobs WHERE id = $%[1]d), '00000000-0000-0000-0000-000000000000')
+			AND m.id <= coalesce((SELECT last_message_id FROM jobs WHERE id = $%[1]d), 'ffffffff-ffff-ffff-ffff-ffffffffffff')`, len(args)))
 	}
 	if f.CampaignID != nil {
 		args = append(args, *f.CampaignID)
@@ -243,13 +247,34 @@ type OpenMessage struct {
 	ProviderID string        // set when sent
 }
 
+// jobMessages joins a job (j) to its messages (m) through the primary key's range of the job
+// (see migration 009); a job without a range (none written yet) spans its account.
+const jobMessages = `messages m ON m.account_id = j.account_id
+	AND m.id >= coalesce(j.first_message_id, '00000000-0000-0000-0000-000000000000')
+	AND m.id <= coalesce(j.last_message_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff') AND m.job_id = j.id`
+
+// messageRange is the lowest and highest id of a job's messages.
+func messageRange(msgs []NewMessage) (lo, hi uuid.UUID) {
+	lo, hi = msgs[0].ID, msgs[0].ID
+	for _, m := range msgs[1:] {
+		if bytes.Compare(m.ID[:], lo[:]) < 0 {
+			lo = m.ID
+		}
+		if bytes.Compare(m.ID[:], hi[:]) > 0 {
+			hi = m.ID
+		}
+	}
+	return lo, hi
+}
+
 // OpenMessages returns up to limit of a job's messages still queued or sent with ids after
 // `after` (uuid.Nil: from the start), in id order: a job is read a page at a time, so its
 // size never decides how much memory it takes.
 func (s *Store) OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit int) ([]OpenMessage, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, recipient, network, sender, body, prefixed, parts, encoding, cost_cents,
-			status, coalesce(provider_message_id, '')
-		FROM messages WHERE job_id = $1 AND id > $2 AND status IN ('queued', 'sent') ORDER BY id LIMIT $3`, jobID, after, limit)
+	rows, err := s.pool.Query(ctx, `SELECT m.id, m.recipient, m.network, m.sender, m.body, m.prefixed, m.parts, m.encoding,
+			m.cost_cents, m.status, coalesce(m.provider_message_id, '')
+		FROM jobs j JOIN `+jobMessages+`
+		WHERE j.id = $1 AND m.id > $2 AND m.status IN ('queued', 'sent') ORDER BY m.id LIMIT $3`, jobID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("open messages: %w", err)
 	}
@@ -288,8 +313,8 @@ type StaleCursor struct{ JobID, MessageID uuid.UUID }
 func (s *Store) StaleSent(ctx context.Context, after StaleCursor, before time.Time, limit int) ([]StaleMessage, error) {
 	rows, err := s.pool.Query(ctx, `SELECT s.job_id, s.account_id, s.id, coalesce(s.provider_message_id, ''), s.network, s.sent_at
 		FROM (SELECT job_id FROM open_jobs WHERE job_id >= $1 ORDER BY job_id LIMIT $4) o,
-			LATERAL (SELECT m.job_id, m.account_id, m.id, m.provider_message_id, m.network, m.sent_at FROM messages m
-				WHERE m.job_id = o.job_id AND m.status = 'sent' AND m.sent_at < $3 AND (o.job_id > $1 OR m.id > $2)
+			LATERAL (SELECT m.job_id, m.account_id, m.id, m.provider_message_id, m.network, m.sent_at FROM jobs j JOIN `+jobMessages+`
+				WHERE j.id = o.job_id AND m.status = 'sent' AND m.sent_at < $3 AND (o.job_id > $1 OR m.id > $2)
 				ORDER BY m.id LIMIT $4) s
 		ORDER BY s.job_id, s.id LIMIT $4`, after.JobID, after.MessageID, before, limit)
 	if err != nil {
