@@ -30,6 +30,7 @@ type operation struct {
 	bodyType         string         // the request body's media type ("" for none)
 	body             map[string]any // its schema, $refs resolved at the top
 	responses        map[int]string // status → documented media type ("" for none)
+	maxBody          int            // x-max-body-bytes: an upload's own limit (0: TUMA_MAX_BODY_BYTES)
 }
 
 func (o *operation) String() string { return o.method + " " + o.path }
@@ -85,6 +86,9 @@ func loadAPIDoc(ctx context.Context, c *client) (*apiDoc, error) {
 			op.access = global
 			if sec, ok := raw["security"]; ok {
 				op.access = schemeOf(sec, "public")
+			}
+			if mb, ok := raw["x-max-body-bytes"].(float64); ok {
+				op.maxBody = int(mb)
 			}
 			for _, p := range append(asList(item["parameters"]), asList(raw["parameters"])...) {
 				pm := d.resolve(p)
@@ -144,12 +148,18 @@ func (d *apiDoc) summary() string {
 	return fmt.Sprintf("%d operations in /openapi.json: %s", len(d.ops), strings.Join(parts, ", "))
 }
 
-// schemeOf names who may call an operation from its security requirement: [] is public;
-// the document's API key and bearer schemes are a tenant's; AdminAuth the operator's.
+// schemeOf names who may call an operation from its security requirement: [] is public, and
+// so is one that lists {} (credentials optional); the document's API key and bearer schemes
+// are a tenant's; AdminAuth the operator's.
 func schemeOf(sec any, empty string) string {
 	reqs := asList(sec)
 	if len(reqs) == 0 {
 		return empty
+	}
+	for _, r := range reqs {
+		if m, _ := r.(map[string]any); len(m) == 0 {
+			return "public"
+		}
 	}
 	for _, r := range reqs {
 		m, _ := r.(map[string]any)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,7 +80,7 @@ func (s *secState) bodies(ctx context.Context) {
 		r := s.p.do(ctx, q)
 		methods.note(r.status == 405 && r.header.Get("Allow") != "", func() string { return describe(q, r, "405 with Allow") })
 	}
-	large.row(s.rec, "oversized bodies → 413", fmt.Sprintf("bodies over TUMA_MAX_BODY_BYTES (%d) answered 413", probeBodyLimit), "all")
+	large.row(s.rec, "oversized bodies → 413", fmt.Sprintf("bodies over TUMA_MAX_BODY_BYTES (%d), or an upload's own limit, answered 413", probeBodyLimit), "all")
 	malformed.row(s.rec, "malformed bodies → 400", "empty, truncated, trailing-data, repeated-member and non-JSON bodies answered 400", "all")
 	typed.row(s.rec, "wrong types → 422", "bodies with one field of a wrong type answered 422 naming the field", "all")
 	media.row(s.rec, "wrong Content-Type → 415", "JSON bodies labelled text/plain answered 415", "all")
@@ -89,19 +91,32 @@ func (s *secState) bodies(ctx context.Context) {
 func (s *secState) oversized(ctx context.Context, v *verdict, op *operation, path, ctype string, creds []string) {
 	want := op.expectOr(413)
 	n := probeBodyLimit + 1
+	if op.maxBody > 0 {
+		n = op.maxBody + 1
+	}
+	// An upload's body is a valid multipart head and one big file part, so its size is what
+	// the node refuses (or the file's own size limit first: 422 naming it).
+	var prefix []byte
+	if _, params, err := mime.ParseMediaType(ctype); err == nil && params["boundary"] != "" {
+		prefix = []byte("--" + params["boundary"] + "\r\nContent-Disposition: form-data; name=\"" + firstFileField(op.body) +
+			"\"; filename=\"big.csv\"\r\n\r\n")
+	}
 	head := append([]string{"Content-Type", ctype, "Content-Length", strconv.Itoa(n)}, creds...)
-	filler := bytes.Repeat([]byte("a"), n)
+	filler := append(append([]byte{}, prefix...), bytes.Repeat([]byte("a"), n-len(prefix))...)
 	for _, chunked := range []bool{false, true} {
 		var body io.Reader = bytes.NewReader(filler)
 		h, label := head, "oversized body"
 		if chunked {
 			h = append([]string{"Content-Type", ctype, "Transfer-Encoding", "chunked"}, creds...)
-			body, label = &chunks{left: n}, "oversized chunked body"
+			body, label = &chunks{left: n, prefix: prefix}, "oversized chunked body"
 		}
 		q := preq{op: op, method: op.method, path: path, label: label}
 		r := oversized(ctx, s.n.base, op.method, rawHead(op.method, path, h...), body)
 		s.audit.see(q, r)
-		v.note(answered(op, r, want), func() string { return describe(q, r, wantText(want)) })
+		// A chunked upload's size is known only as it is read: a refusal that needs none of it
+		// (the resource's state, 409) or the file's own limit (422) may come first.
+		ok := answered(op, r, want) || prefix != nil && chunked && (answered(op, r, 422) || answered(op, r, 409))
+		v.note(ok, func() string { return describe(q, r, wantText(want)) })
 	}
 }
 
@@ -142,4 +157,20 @@ func clone(m map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// firstFileField names the first file property (format binary) of a multipart schema.
+func firstFileField(schema map[string]any) string {
+	props, _ := schema["properties"].(map[string]any)
+	var names []string
+	for name, v := range props {
+		if p, _ := v.(map[string]any); p["format"] == "binary" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return "file"
+	}
+	return names[0]
 }

@@ -187,8 +187,17 @@ func (c *client) waitStatus(ctx context.Context, path string, want int, limit ti
 func (c *client) closeIdle() { c.http.CloseIdleConnections() }
 
 // collectGarbage makes the node run a garbage collection (GET /debug/pprof/heap?gc=1; the
-// node needs TUMA_PPROF=true), so the heap it reports next holds live objects only.
-func (c *client) collectGarbage(ctx context.Context) error {
-	_, err := c.admin(ctx, "GET", "/debug/pprof/heap?gc=1", nil, 200)
-	return err
+// node needs TUMA_PPROF=true), so the heap it reports next holds live objects only. It
+// returns the heap profile taken after it, for `go tool pprof -base`. Two collections: the
+// first only moves what sync.Pools hold (fasthttp's buffers for every connection of a storm)
+// to their victim caches, the second frees it.
+func (c *client) collectGarbage(ctx context.Context) ([]byte, error) {
+	var r reply
+	var err error
+	for range 2 {
+		if r, err = c.admin(ctx, "GET", "/debug/pprof/heap?gc=1", nil, 200); err != nil {
+			return nil, err
+		}
+	}
+	return r.body, nil
 }

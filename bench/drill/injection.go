@@ -3,6 +3,7 @@ package drill
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -254,7 +255,9 @@ func (s *secState) readBack(ctx context.Context, codes map[string]bool) {
 		for _, path := range targets {
 			q := preq{op: op, method: "GET", path: path, headers: s.creds(op, t), label: "read back"}
 			r := s.p.do(ctx, q)
-			reads.note(r.status == 200 && json.Valid(r.body), func() string { return describe(q, r, "200 with valid JSON") })
+			reads.note(r.status == 200 && validAs(op.responses[200], r.body), func() string {
+				return describe(q, r, "200 with a valid "+orDash(op.responses[200]))
+			})
 		}
 	}
 	q := preq{op: s.opAt("POST", "/auth/login"), method: "POST", path: "/auth/login", ctype: "application/json",
@@ -312,7 +315,19 @@ func (s *secState) readBack(ctx context.Context, codes map[string]bool) {
 			return describe(q, r, "200")
 		})
 	}
-	reads.row(s.rec, "reads after hostile input", "reads of the tenant that took hostile input answered 200 with valid JSON", "all")
+	reads.row(s.rec, "reads after hostile input", "reads of the tenant that took hostile input answered 200 with a valid body of the documented type", "all")
 	verbatim.row(s.rec, "stored verbatim", "hostile texts stored through the API came back exactly as sent", "all")
 	escaped.row(s.rec, "markup escaped", "checkout pages opened with hostile input rendered it escaped", "all")
+}
+
+// validAs reports whether body parses as the media type the document gives: JSON, CSV, a PDF.
+func validAs(mediaType string, body []byte) bool {
+	switch {
+	case strings.HasPrefix(mediaType, "text/csv"):
+		_, err := csv.NewReader(bytes.NewReader(body)).ReadAll()
+		return err == nil
+	case mediaType == "application/pdf":
+		return bytes.HasPrefix(body, []byte("%PDF-"))
+	}
+	return json.Valid(body)
 }

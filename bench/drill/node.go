@@ -60,6 +60,7 @@ func (r *runner) newNode(name string, env map[string]string) (*node, error) {
 		"TUMA_DATABASE_URL":        dbURL,
 		"TUMA_REDIS_URL":           r.cfg.RedisURL,
 		"TUMA_REDIS_PREFIX":        "drill:" + r.id + ":" + name + ":",
+		"TUMA_DATA_DIR":            filepath.Join(r.work, name+"-data"),
 		"TUMA_ADMIN_TOKEN":         adminToken,
 		"TUMA_ENV":                 "development",
 		"TUMA_JWT_SECRET":          r.jwtSecret,

@@ -3,6 +3,8 @@ package drill
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,12 +29,17 @@ func overloadDrill(ctx context.Context, r *runner, rec *recorder) error {
 		return err
 	}
 	const crowdN = 64
-	tenants, err := r.tenants(ctx, n.c, "overload", crowdN+2, 20_000)
+	tenants, err := r.tenants(ctx, n.c, "overload", crowdN+1, 20_000)
 	if err != nil {
 		return err
 	}
-	hot, witnessT, crowd := tenants[0], tenants[1], tenants[2:]
-	base, err := quietState(ctx, n.c, 10*time.Second, -1)
+	hot, crowd := tenants[0], tenants[1:]
+	witnesses, err := r.tenants(ctx, n.c, "overload-witness", 1, 1_000_000)
+	if err != nil {
+		return err
+	}
+	witnessT := witnesses[0]
+	base, err := quietState(ctx, n, 10*time.Second, -1, "before")
 	if err != nil {
 		return err
 	}
@@ -48,8 +55,16 @@ func overloadDrill(ctx context.Context, r *runner, rec *recorder) error {
 	}
 	rec.info("sustainable rate", sustainable, "sends/s",
 		fmt.Sprintf("%s sends/s of %d recipients from 32 clients of %d tenants (p50 %s)", rate(sustainable), stormSize, crowdN, secs(calib.p(50))))
+	// Warm-up to the node's bounded memories of recent traffic (65,536 submits per link and
+	// per simulated network, 131,072 receipts), so that the heap after the first storm holds
+	// them full and growth after the second is a leak, not a cache still filling.
+	if more := warmMessages/stormSize - calib.count(202); more > 0 {
+		warm := newStorm(n, crowd, stormSize)
+		warm.closedLoopUntil(ctx, 32, time.Minute, func() bool { return warm.count(202) >= more })
+		warm.c.closeIdle()
+	}
 	calib.c.closeIdle()
-	if _, err := quietState(ctx, n.c, time.Minute, base.goroutines+50); err != nil {
+	if _, err := quietState(ctx, n, time.Minute, base.goroutines+50, "warm"); err != nil {
 		return err
 	}
 
@@ -59,7 +74,7 @@ func overloadDrill(ctx context.Context, r *runner, rec *recorder) error {
 	// caches of recent ids); a leak grows again with the second.
 	var storms, hotStorms []*storm
 	var ops []opsResult
-	var witnesses []*storm
+	var witnessed []*storm
 	var after []nodeState
 	for range 2 {
 		storm, hotStorm, witness := newStorm(n, crowd, stormSize), newStorm(n, []*tenant{hot}, 1), newStorm(n, []*tenant{witnessT}, stormSize)
@@ -67,15 +82,15 @@ func overloadDrill(ctx context.Context, r *runner, rec *recorder) error {
 		var wg sync.WaitGroup
 		wg.Go(func() { storm.openLoop(ctx, 10*sustainable, 4096, sz.Storm) })
 		wg.Go(func() { hotStorm.openLoop(ctx, 10*accountRate, 256, sz.Storm) })
-		// A well-behaved client of another tenant, one send at a time over its own connection:
-		// what a customer who is not part of the storm sees.
-		wg.Go(func() { witness.closedLoop(ctx, 1, sz.Storm) })
+		// A well-behaved client of another tenant, 20 sends a second (well under its limit), one
+		// at a time over its own connection: what a customer who is not part of the storm sees.
+		wg.Go(func() { witness.openLoop(ctx, 20, 1, sz.Storm) })
 		wg.Wait()
 		ops = append(ops, probes.stop())
-		witnesses = append(witnesses, witness)
+		witnessed = append(witnessed, witness)
 		storm.c.closeIdle()
 		hotStorm.c.closeIdle()
-		st, err := quietState(ctx, n.c, time.Minute, base.goroutines+50)
+		st, err := quietState(ctx, n, time.Minute, base.goroutines+50, fmt.Sprintf("storm%d", len(after)+1))
 		if err != nil {
 			return err
 		}
@@ -100,7 +115,7 @@ func overloadDrill(ctx context.Context, r *runner, rec *recorder) error {
 			"the hot tenant was not limited cleanly")
 		// Latency as a client outside the storm sees it; the storm's own clients (thousands of
 		// goroutines on the node's CPUs) see their own scheduling too, reported beside it.
-		w := witnesses[i]
+		w := witnessed[i]
 		p99 := w.p(99)
 		rec.value("accepted sends stay fast"+label, p99.Seconds(), "s", w.count(202) > 0 && p99 <= sz.StormAcceptP99,
 			fmt.Sprintf("another tenant's sends of %d, one at a time: %s, accepted p50 %s, p99 %s; the storm's accepted p50 %s, p99 %s",
@@ -127,6 +142,10 @@ func overloadDrill(ctx context.Context, r *runner, rec *recorder) error {
 // stormSize is the recipients of each of the crowd's sends.
 const stormSize = 200
 
+// warmMessages is how many messages fill the node's bounded memories of recent traffic,
+// with room for an uneven split over the three networks.
+const warmMessages = 300_000
+
 // accountRate and accountBurst are the node's default per-account limit
 // (TUMA_RATE_LIMIT_RPS, TUMA_RATE_LIMIT_BURST), which the drill leaves on.
 const accountRate, accountBurst = 100, 200
@@ -137,7 +156,9 @@ type nodeState struct{ goroutines, heap float64 }
 // quietState waits for the node's engine to finish what it was given and its goroutines to
 // come down to at most want (fasthttp lets idle workers go after 10 s), then has it collect
 // its garbage and reads its goroutines and heap in use. want < 0 waits for them to stop falling.
-func quietState(ctx context.Context, c *client, limit time.Duration, want float64) (nodeState, error) {
+// The heap profile goes to heap-<label>.pprof in the run's folder, to compare with pprof -base.
+func quietState(ctx context.Context, n *node, limit time.Duration, want float64, label string) (nodeState, error) {
+	c := n.c
 	deadline := time.Now().Add(limit)
 	var last nodeState
 	steady := 0
@@ -156,7 +177,11 @@ func quietState(ctx context.Context, c *client, limit time.Duration, want float6
 		last = st
 		quiet := !busy && (want < 0 && steady >= 3 || want >= 0 && st.goroutines <= want)
 		if quiet || time.Now().After(deadline) {
-			if err := c.collectGarbage(ctx); err != nil {
+			profile, err := c.collectGarbage(ctx)
+			if err != nil {
+				return st, err
+			}
+			if err := os.WriteFile(filepath.Join(n.r.work, "heap-"+label+".pprof"), profile, 0o644); err != nil {
 				return st, err
 			}
 			if m, err = c.scrape(ctx); err != nil {
@@ -222,13 +247,18 @@ func (s *storm) one(ctx context.Context) {
 
 // closedLoop runs workers sending back to back for d.
 func (s *storm) closedLoop(ctx context.Context, workers int, d time.Duration) {
+	s.closedLoopUntil(ctx, workers, d, func() bool { return false })
+}
+
+// closedLoopUntil runs workers sending back to back until enough says so, or for at most d.
+func (s *storm) closedLoopUntil(ctx context.Context, workers int, d time.Duration, enough func() bool) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for ctx.Err() == nil && !enough() {
 				s.one(context.WithoutCancel(ctx))
 			}
 		})

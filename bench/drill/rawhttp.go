@@ -88,14 +88,18 @@ func oversized(ctx context.Context, base, method string, head []byte, body io.Re
 
 // chunks is a chunked transfer encoding of n bytes of filler, in 16 KiB chunks.
 type chunks struct {
-	left int
-	done bool
-	buf  bytes.Buffer
+	left   int
+	done   bool
+	buf    bytes.Buffer
+	prefix []byte // sent first, in the first chunk (a multipart part's head)
 }
 
 func (c *chunks) Read(p []byte) (int, error) {
 	if c.buf.Len() == 0 {
 		switch {
+		case len(c.prefix) > 0:
+			fmt.Fprintf(&c.buf, "%x\r\n%s\r\n", len(c.prefix), c.prefix)
+			c.prefix = nil
 		case c.left > 0:
 			n := min(c.left, 16<<10)
 			c.left -= n

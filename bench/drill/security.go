@@ -1,11 +1,13 @@
 package drill
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha512"
 	"encoding/hex"
 	"fmt"
+	"mime/multipart"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,7 +236,23 @@ func (s *secState) resources(ctx context.Context, t *secTenant) error {
 		return fmt.Errorf("top-up of %s: %s", t.email, clip(r.body, 200))
 	}
 	t.res["access_code"], t.res["reference"] = co.AccessCode, co.Reference
-	return nil
+	// A sender ID application, a contact group and a contact.
+	made := func(what, path string, body any, field string) error {
+		r := c.do(ctx, "POST", path, body, t.apiKey()...)
+		var out map[string]any
+		if err := r.expect(201); err != nil || r.decode(&out) != nil {
+			return fmt.Errorf("%s of %s: %d %s", what, t.email, r.status, clip(r.body, 200))
+		}
+		t.res[field], _ = out["id"].(string)
+		return nil
+	}
+	if err := made("sender ID", "/senders", map[string]any{"name": "SEC" + strings.ToUpper(randomHex(3)), "network": "all"}, "sender"); err != nil {
+		return err
+	}
+	if err := made("group", "/contacts/groups", map[string]any{"name": "Drill"}, "group"); err != nil {
+		return err
+	}
+	return made("contact", "/contacts", map[string]any{"phone": fmt.Sprintf("0799%06d", s.gen.seq()%1_000_000), "group_id": t.res["group"]}, "contact")
 }
 
 // opAt is the document's operation of a method and path template (nil if it has none).
@@ -259,6 +277,14 @@ func (s *secState) pathValue(op *operation, param string, t *secTenant) string {
 		return t.res["notification"]
 	case param == "id" && strings.HasPrefix(op.path, "/admin/accounts/"):
 		return t.id
+	case param == "id" && (strings.HasPrefix(op.path, "/senders/") || strings.HasPrefix(op.path, "/admin/senders/")):
+		return t.res["sender"]
+	case param == "id" && strings.HasPrefix(op.path, "/contacts/groups/"):
+		return t.res["group"]
+	case param == "id" && strings.HasPrefix(op.path, "/contacts/"):
+		return t.res["contact"]
+	case param == "kind":
+		return "auth-letter"
 	case param == "access_code" || param == "reference":
 		return t.res[param]
 	case param == "network":
@@ -308,6 +334,8 @@ func (s *secState) sampleBody(op *operation, t *secTenant) ([]byte, string, []st
 		return nil, "", nil
 	case op.bodyType == "application/x-www-form-urlencoded":
 		return []byte("action=cancel"), op.bodyType, nil
+	case op.bodyType == "multipart/form-data":
+		return multipartSample(op.body)
 	}
 	b := mustJSON(s.base(op, t))
 	return b, op.bodyType, s.signed(op, b)
@@ -374,4 +402,28 @@ func (s *secState) logRow() {
 		}
 	}
 	s.rec.value("secrets in logs", float64(len(leaks)), "secrets", reason == "", figure, "0", reason)
+}
+
+// multipartSample is a multipart body with every property of schema: a small PDF for each
+// file (format binary), a sample value for the rest.
+func multipartSample(schema map[string]any) ([]byte, string, []string) {
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	props, _ := schema["properties"].(map[string]any)
+	names := make([]string, 0, len(props))
+	for name := range props {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		p, _ := props[name].(map[string]any)
+		if p["format"] == "binary" {
+			part, _ := w.CreateFormFile(name, name+".pdf")
+			part.Write([]byte("%PDF-1.4\n% drill\n"))
+			continue
+		}
+		w.WriteField(name, uuid.NewString())
+	}
+	w.Close()
+	return b.Bytes(), w.FormDataContentType(), nil
 }

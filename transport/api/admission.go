@@ -13,9 +13,10 @@ import (
 // slow (and lets clients' timeouts turn into retries of work that may still commit); a quick
 // refusal with Retry-After costs microseconds and keeps the accepted ones fast.
 //
-// The bound adapts: every window (100 ms), when the mean latency of the requests served
-// exceeded the target, the bound shrinks in proportion (by target/mean, at least a quarter,
-// never under a floor), so a storm is met within a few windows; when it did not and the bound
+// The bound adapts: every window (100 ms), when the mean latency of the requests served, or
+// the wait of those in flight at the rate the node serves them, exceeded the target, the
+// bound shrinks in proportion (by target/latency, at least a quarter) and at most to what
+// the node serves within the target (never under a floor), so a storm is met in a window; when it did not and the bound
 // was reached, it grows by a twentieth (never over the ceiling). A node then holds only as many requests as it serves within the target,
 // whatever they cost: a hundred 1-recipient sends or a few 10,000-recipient ones.
 type admission struct {
@@ -77,13 +78,37 @@ func (a *admission) leave(took time.Duration) {
 		return
 	}
 	limit := a.limit.Load()
-	switch mean := time.Duration(sum / served); {
-	case mean > a.target:
-		limit = max(admissionFloor, int64(float64(limit)*min(0.75, float64(a.target)/float64(mean))))
+	mean, elapsed := time.Duration(sum/served), time.Duration(now-start)
+	// What the node served per unit of time, and how long the requests in it now will wait
+	// at that rate. Latency is only known when a request ends, so a storm's queue shows in
+	// the mean a queue-length later; the wait shows it while the queue forms. A window much
+	// longer than its length saw idle time, which says nothing about the rate.
+	rate := float64(served) / float64(elapsed)
+	wait := mean
+	if elapsed <= 2*a.window {
+		wait = max(mean, time.Duration(float64(a.n.Load())/rate))
+	}
+	switch {
+	case wait > a.target:
+		shrunk := int64(float64(limit) * min(0.75, float64(a.target)/float64(wait)))
+		if elapsed <= 2*a.window {
+			// Little's law: at this rate the node holds rate × target requests within the
+			// target, so a storm is met in one window.
+			shrunk = min(shrunk, int64(rate*float64(a.target)))
+		}
+		limit = max(admissionFloor, shrunk)
 	case full:
 		limit = min(a.ceiling, limit+max(1, limit/20))
 	}
 	a.limit.Store(limit)
+}
+
+// release gives the place back without counting the request's time (an upload's, which is
+// the client's speed rather than the node's load).
+func (a *admission) release() {
+	if a.ceiling > 0 {
+		a.n.Add(-1)
+	}
 }
 
 // bound is the current bound (0: none).

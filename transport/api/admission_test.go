@@ -107,6 +107,41 @@ func TestAdmissionAdaptsToLatency(t *testing.T) {
 	}
 }
 
+// A storm at a high ceiling, seen before any of its requests finished: 480 requests in
+// flight while the node finishes 500 in 100 ms (5,000/s) means a wait of about 100 ms, past
+// the 20 ms target, although the requests that finished were quick. The bound falls at once
+// to what the node serves within the target, 5,000/s × 20 ms = 100, not a quarter off 512.
+func TestAdmissionMeetsAStormInOneWindow(t *testing.T) {
+	a := newAdmission(512, 20*time.Millisecond)
+	a.windowStart.Store(time.Now().UnixNano())
+	for range 480 {
+		if !a.enter() {
+			t.Fatal("refused under the ceiling")
+		}
+	}
+	for range 499 {
+		a.enter()
+		a.leave(5 * time.Millisecond)
+	}
+	a.windowStart.Store(time.Now().Add(-a.window).UnixNano()) // the 500th closes it at 100 ms
+	a.enter()
+	a.leave(5 * time.Millisecond)
+	if b := a.bound(); b < 90 || b > 100 {
+		t.Fatalf("bound %d with 480 waiting on 5,000 requests/s, target 20 ms; want about 100", b)
+	}
+	// An idle node whose first request in a while is quick keeps its bound: the long window
+	// says nothing about the rate.
+	idle := newAdmission(512, 20*time.Millisecond)
+	idle.windowStart.Store(time.Now().Add(-10 * time.Second).UnixNano())
+	for range 20 {
+		idle.enter()
+	}
+	idle.leave(time.Millisecond)
+	if b := idle.bound(); b != 512 {
+		t.Errorf("bound %d after a quick request closed a 10 s idle window; want 512", b)
+	}
+}
+
 func TestProbesAreNeverShed(t *testing.T) {
 	for _, r := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/{filepath:*}", "/debug/pprof/{path:*}"} {
 		if admitted(r) {
