@@ -40,6 +40,7 @@ func startNode(b *testing.B, env map[string]string) *node {
 		"TUMA_DATABASE_URL":       pgtest.NewDatabase(b),
 		"TUMA_REDIS_URL":          redistest.URL(b),
 		"TUMA_REDIS_PREFIX":       redistest.Prefix(),
+		"TUMA_DATA_DIR":           b.TempDir(),
 		"TUMA_ADMIN_TOKEN":        adminToken,
 		"TUMA_ACCESS_LOG":         "false",
 		"TUMA_LOG_LEVEL":          "warn",

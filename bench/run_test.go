@@ -39,6 +39,7 @@ func serveTuma(t *testing.T, env map[string]string) testServer {
 		"TUMA_DATABASE_URL":      pgtest.NewDatabase(t),
 		"TUMA_REDIS_URL":         redistest.URL(t),
 		"TUMA_REDIS_PREFIX":      redistest.Prefix(),
+		"TUMA_DATA_DIR":          t.TempDir(),
 		"TUMA_ADMIN_TOKEN":       testAdmin,
 		"TUMA_ACCESS_LOG":        "false",
 		"TUMA_LOG_LEVEL":         "warn",

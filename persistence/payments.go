@@ -219,10 +219,9 @@ func (s *Store) ConfirmPayment(ctx context.Context, c PaymentConfirmation) (Conf
 				}
 			}
 		case PurposeSenderFee:
-			var name string
-			if err := tx.QueryRow(ctx, `UPDATE sender_ids SET fee_paid = true, updated_at = now()
-				WHERE id = $1 AND account_id = $2 RETURNING name`, p.SenderID, p.AccountID).Scan(&name); err != nil {
-				return fmt.Errorf("sender %s: %w", p.SenderID, err)
+			name, err := feePaid(ctx, tx, p.AccountID, *p.SenderID)
+			if err != nil {
+				return err
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO wallet_transactions (id, account_id, type, amount_cents, reference, description)
 				VALUES ($1, $2, 'sender_id_fee', $3, $4, $5)`, NewID(), p.AccountID, p.AmountCents, p.Reference,
@@ -290,4 +289,20 @@ func (s *Store) LowBalanceRecovered(ctx context.Context, accountID uuid.UUID) er
 		return fmt.Errorf("low balance recovered: %w", err)
 	}
 	return nil
+}
+
+// PendingSenderFee returns the open checkout of a sender ID's fee started in the last day, or
+// nil: a second pay is given the same checkout, so one fee is never paid twice.
+func (s *Store) PendingSenderFee(ctx context.Context, accountID, senderID uuid.UUID) (*Payment, error) {
+	p, err := scanPayment(s.pool.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments
+		WHERE account_id = $1 AND sender_id = $2 AND purpose = 'sender_id_fee' AND status = 'pending'
+			AND access_code IS NOT NULL AND created_at > now() - interval '1 day'
+		ORDER BY id DESC LIMIT 1`, accountID, senderID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pending sender fee: %w", err)
+	}
+	return &p, nil
 }

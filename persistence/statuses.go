@@ -95,3 +95,38 @@ const (
 
 // IdempotencyStates are every claim state.
 func IdempotencyStates() []IdempotencyState { return []IdempotencyState{KeyInFlight, KeyDone} }
+
+// SenderStatus is where a sender ID application is (see senderTransitions).
+type SenderStatus string
+
+const (
+	SenderApplied            SenderStatus = "applied"
+	SenderDocumentsSubmitted SenderStatus = "documents_submitted"
+	SenderPaymentPending     SenderStatus = "payment_pending"
+	SenderApproved           SenderStatus = "approved"
+	SenderRejected           SenderStatus = "rejected"
+	SenderCancelled          SenderStatus = "cancelled"
+)
+
+// SenderStatuses are every sender ID status.
+func SenderStatuses() []SenderStatus {
+	return []SenderStatus{SenderApplied, SenderDocumentsSubmitted, SenderPaymentPending, SenderApproved, SenderRejected, SenderCancelled}
+}
+
+// DocumentKind is one of the four documents a sender ID application needs.
+type DocumentKind string
+
+const (
+	DocBusinessCert  DocumentKind = "business_cert"
+	DocKRAPin        DocumentKind = "kra_pin"
+	DocAuthLetter    DocumentKind = "auth_letter"
+	DocRequestLetter DocumentKind = "request_letter"
+)
+
+// DocumentKinds are the four documents, in the order forms list them.
+func DocumentKinds() []DocumentKind {
+	return []DocumentKind{DocBusinessCert, DocKRAPin, DocAuthLetter, DocRequestLetter}
+}
+
+// SenderNetworks are the networks a sender ID may be registered on ("all" is every one).
+func SenderNetworks() []string { return []string{"safaricom", "airtel", "telkom", "all"} }

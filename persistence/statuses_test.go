@@ -70,6 +70,9 @@ func TestStatusesMatchTheSchema(t *testing.T) {
 		{"payments", "status", sorted(persistence.PaymentStatuses())},
 		{"payments", "purpose", sorted(persistence.PaymentPurposes())},
 		{"idempotency_keys", "state", sorted(persistence.IdempotencyStates())},
+		{"sender_ids", "status", sorted(persistence.SenderStatuses())},
+		{"sender_ids", "network", sorted(persistence.SenderNetworks())},
+		{"sender_documents", "kind", sorted(persistence.DocumentKinds())},
 	} {
 		if got := checkValues(t, conn, c.table, c.column); !slices.Equal(got, c.values) {
 			t.Errorf("%s.%s: the schema allows %v, the Go constants %v", c.table, c.column, got, c.values)

@@ -49,9 +49,14 @@ func NewFront(maxBody int, gatherer prometheus.Gatherer, log *slog.Logger) *Fron
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           90 * time.Second, // without it keep-alive connections hold up Shutdown
 		MaxRequestBodySize:    maxBody,
-		CloseOnShutdown:       true,
-		ErrorHandler:          f.transportError,
-		Logger:                fasthttpLogger{log},
+		// Bodies over the server's 8 KB prefetch reach handlers as streams: uploads are read
+		// part by part, and everything else is read to its end, at most maxBody, by boundBody
+		// before its handler.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		CloseOnShutdown:              true,
+		ErrorHandler:                 f.transportError,
+		Logger:                       fasthttpLogger{log},
 	}
 	return f
 }
@@ -101,6 +106,9 @@ func (f *Front) handle(rc *fasthttp.RequestCtx) {
 		}
 		s.router.Handler(rc)
 		return
+	}
+	if streamed(rc) { // its body, unread, would be taken for the next request
+		rc.SetConnectionClose()
 	}
 	switch string(rc.Path()) {
 	case "/healthz":

@@ -49,6 +49,8 @@ func (s *Server) handle(method, path string, acc access, h handler) {
 
 func (s *Server) wrap(method, route string, acc access, h handler) fasthttp.RequestHandler {
 	limited := admitted(route)
+	templated := strings.Contains(route, "{")
+	upload := s.uploadLimit(method, route)
 	var rm *routeMetrics
 	if method != "" {
 		rm = s.metrics.forRoute(route, method)
@@ -67,6 +69,11 @@ func (s *Server) wrap(method, route string, acc access, h handler) fasthttp.Requ
 				writeProblem(rc, problemFor(fmt.Errorf("panic: %v", p)))
 			}
 			s.metrics.inFlight.Dec()
+			// An upload's bytes still on the connection (one refused before its end) would be
+			// taken for the next request: close it instead. Other bodies were read in full.
+			if upload > 0 && streamed(rc) {
+				rc.SetConnectionClose()
+			}
 			status := rc.Response.StatusCode()
 			elapsed := time.Since(start)
 			if rm != nil {
@@ -101,7 +108,33 @@ func (s *Server) wrap(method, route string, acc access, h handler) fasthttp.Requ
 				writeProblem(rc, p)
 				return
 			}
-			defer func() { s.admit.leave(time.Since(start)) }()
+			defer func() {
+				if upload > 0 {
+					s.admit.release() // its time is the client's upload speed, not the node's load
+				} else {
+					s.admit.leave(time.Since(start))
+				}
+			}()
+		}
+		// A path the router matched to a template ({id}) that is also a path of its own
+		// (DELETE /contacts/import against DELETE /contacts/{id}): that path lacks the method.
+		if templated {
+			if allowed, ok := s.staticMethods[string(rc.Path())]; ok {
+				rc.Response.Header.Set("Allow", allowed)
+				writeProblem(rc, problem("method_not_allowed", fmt.Sprintf("%s is not allowed here; allowed: %s", rc.Method(), allowed)))
+				return
+			}
+		}
+		// Bodies are bounded before anything else is looked at: an upload by its declared
+		// length (and while it streams), everything else by TUMA_MAX_BODY_BYTES.
+		if upload == 0 {
+			if err := boundBody(rc, s.opts.MaxBodyBytes); err != nil {
+				writeProblem(rc, problemFor(err))
+				return
+			}
+		} else if rc.Request.Header.ContentLength() > upload {
+			writeProblem(rc, problemFor(tooLarge(rc, upload)))
+			return
 		}
 		// fasthttp's RequestCtx is only cancelled at server shutdown, so each request gets
 		// its own deadline for the stores and actors it calls.

@@ -122,6 +122,14 @@ func problemFor(err error) *Problem {
 		return problem("idempotency_key_in_use", "a request with this Idempotency-Key is still being processed")
 	case errors.Is(err, persistence.ErrIdempotencyUsed):
 		return problem("idempotency_key_reused", "this Idempotency-Key was already used with a different request")
+	case errors.Is(err, persistence.ErrContactExists):
+		return problem("contact_exists", "a contact with this phone exists already")
+	case errors.Is(err, persistence.ErrContactOptedOut):
+		return problem("contact_opted_out", "a contact with this phone opted out: it cannot be added again")
+	case errors.Is(err, persistence.ErrSenderExists):
+		return problem("sender_exists", err.Error())
+	case errors.Is(err, persistence.ErrInvalidState):
+		return problem("invalid_state", err.Error())
 	}
 	return problem("internal_error", "an unexpected error occurred; it has been logged")
 }

@@ -26,7 +26,15 @@ type query struct {
 
 func newQuery(rc *fasthttp.RequestCtx) *query { return &query{rc: rc} }
 
-func (q *query) raw(name string) string { return string(q.rc.QueryArgs().Peek(name)) }
+// raw is a parameter's text; text no store can hold (a NUL, invalid UTF-8) is malformed.
+func (q *query) raw(name string) string {
+	v := string(q.rc.QueryArgs().Peek(name))
+	if !storableText(v) {
+		q.malformed.add(name, "must be text without NUL bytes, in UTF-8")
+		return ""
+	}
+	return v
+}
 
 // Int reads an integer parameter in [lo, hi], def when absent.
 func (q *query) Int(name string, def, lo, hi int) int {
@@ -174,6 +182,8 @@ func (c cursorCodec) decode(s string, l list) (uuid.UUID, bool) {
 const (
 	listMessages byte = iota + 1
 	listTransactions
+	listReview   // the operators' sender ID review queue (pages by number only)
+	listContacts // an account's active contacts
 )
 
 // list describes one of the account's lists for its cursors; filters are name=value pairs.

@@ -31,6 +31,28 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/sms/delivery/{provider_message_id}", authed, s.deliveryBudget(s.delivery))
 	s.handle("GET", "/sms/stats", authed, s.stats)
 
+	// Sender IDs.
+	s.handle("GET", "/senders", authed, s.listSenders)
+	s.handle("POST", "/senders", authed, s.createSender)
+	s.handleUpload("POST", "/senders/{id}/documents", authed, maxDocumentsBody, s.submitDocuments(false))
+	s.handle("POST", "/senders/{id}/pay", authed, s.paySenderFee)
+	s.handleUpload("POST", "/senders/{id}/re-apply", authed, maxDocumentsBody, s.submitDocuments(true))
+	s.handle("PATCH", "/senders/{id}/set-default", authed, s.setDefaultSender)
+	s.handle("DELETE", "/senders/{id}", authed, s.cancelSender)
+	// Public, and filled in with the company's name for a signed-in caller.
+	s.handle("GET", "/senders/templates/{kind}/download", public, s.letter)
+
+	// Contacts and groups.
+	s.handle("GET", "/contacts", authed, s.listContacts)
+	s.handle("POST", "/contacts", authed, s.createContact)
+	s.handle("DELETE", "/contacts/{id}", authed, s.deleteContact)
+	s.handle("GET", "/contacts/template", authed, s.contactsTemplate)
+	s.handleUpload("POST", "/contacts/import", authed, maxImportBody, s.importContacts)
+	s.handle("GET", "/contacts/export", authed, s.exportContacts)
+	s.handle("GET", "/contacts/groups", authed, s.listGroups)
+	s.handle("POST", "/contacts/groups", authed, s.createGroup)
+	s.handle("DELETE", "/contacts/groups/{id}", authed, s.deleteGroup)
+
 	// Wallet and pricing.
 	s.handle("GET", "/wallet", authed, s.wallet)
 	s.handle("GET", "/wallet/transactions", authed, s.transactions)
@@ -57,6 +79,9 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/admin/accounts/{id}/reactivate", admin, s.setAccountStatus(persistence.StatusActive))
 	s.handle("POST", "/admin/accounts/{id}/credit", admin, s.credit)
 	s.handle("PUT", "/admin/accounts/{id}/pricing", admin, s.setPricing)
+	s.handle("GET", "/admin/senders", admin, s.reviewSenders)
+	s.handle("POST", "/admin/senders/{id}/approve", admin, s.approveSender)
+	s.handle("POST", "/admin/senders/{id}/reject", admin, s.rejectSender)
 	s.handle("POST", "/admin/notifications/promo", admin, s.promo)
 	s.handle("GET", "/admin/sim", admin, s.simNetworks)
 	s.handle("PATCH", "/admin/sim/{network}", admin, s.configureSim)

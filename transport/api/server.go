@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -51,8 +52,10 @@ type Options struct {
 	Faults             Faults // deliberate defects, for the drills' own tests only
 	EmailRatePerAddr   redis.Rate
 	EmailRatePerIP     redis.Rate
-	MetricsElsewhere   bool // /metrics is served by the internal listener (InternalHandler), not here
-	Pprof              bool // serve /debug/pprof/* here, behind the admin token
+	MetricsElsewhere   bool             // /metrics is served by the internal listener (InternalHandler), not here
+	Pprof              bool             // serve /debug/pprof/* here, behind the admin token
+	SharedSender       string           // the shared sender ID's name (GET /senders says it)
+	SenderFees         map[string]int64 // sender ID registration fee in cents, by network (safaricom, airtel, telkom, all)
 }
 
 // Faults are deliberate defects a drill turns on to prove it notices them. Only binaries
@@ -159,6 +162,10 @@ type Deps struct {
 	PaymentStore   Payments
 	WebhookSchemes payments.Schemes // signature schemes a payment webhook may use
 	Sandbox        *Sandbox         // the built-in sandbox provider; nil when another is used
+
+	Senders   Senders   // sender ID applications
+	Documents Documents // where their files are kept
+	Contacts  Contacts  // address books
 }
 
 // Server is the HTTP front door. Its collaborators are named here one by one (set from Deps
@@ -170,6 +177,10 @@ type Server struct {
 	routes  []Route
 	reqIDs  *requestIDs
 	admit   *admission
+	uploads []uploadRoute // routes whose bodies are streamed (handleUpload)
+	// staticMethods are the methods of each path without parameters, "GET, POST"; set once
+	// every route is registered.
+	staticMethods map[string]string
 
 	// Logging, metrics, operations.
 	Log        *slog.Logger
@@ -196,6 +207,13 @@ type Server struct {
 	Plan    *carriers.Plan
 	Engine  Dispatcher
 	Queries Queries
+
+	// Sender IDs.
+	Senders   Senders
+	Documents Documents
+
+	// Contacts.
+	Contacts Contacts
 
 	// Payments.
 	Provider       PaymentProvider
@@ -255,7 +273,8 @@ func New(opts Options, deps Deps) (*Server, error) {
 		Confirmer:      deps.Confirmer,
 		PaymentStore:   deps.PaymentStore,
 		WebhookSchemes: deps.WebhookSchemes,
-		Sandbox:        deps.Sandbox}
+		Sandbox:        deps.Sandbox,
+		Senders:        deps.Senders, Documents: deps.Documents, Contacts: deps.Contacts}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	s.router.NotFound = s.wrap("", "unmatched", public, func(context.Context, *fasthttp.RequestCtx) error {
@@ -265,6 +284,16 @@ func New(opts Options, deps Deps) (*Server, error) {
 		return problem("method_not_allowed", fmt.Sprintf("%s is not allowed here; allowed: %s", rc.Method(), rc.Response.Header.Peek("Allow")))
 	})
 	s.registerRoutes()
+	s.staticMethods = map[string]string{}
+	for _, r := range s.routes {
+		if !strings.Contains(r.Path, "{") {
+			if m := s.staticMethods[r.Path]; m != "" {
+				s.staticMethods[r.Path] = m + ", " + r.Method
+			} else {
+				s.staticMethods[r.Path] = r.Method
+			}
+		}
+	}
 	return s, nil
 }
 

@@ -4,7 +4,11 @@
 
 package api
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+	"unicode/utf8"
+)
 
 // nulMember finds a string holding U+0000 in the JSON text b and names the member it is in:
 // the innermost object member, "body" outside any. Valid JSON carries NUL only as the escape
@@ -68,3 +72,6 @@ func nulMember(b []byte) (string, bool) {
 func nulProblem(member string) *Problem {
 	return invalid(FieldError{Field: member, Message: "must not contain the NUL character (U+0000)"})
 }
+
+// storableText reports text PostgreSQL can hold: UTF-8 without NUL.
+func storableText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }

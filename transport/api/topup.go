@@ -65,26 +65,34 @@ func (s *Server) topup(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	})
 }
 
-// topupOnce starts a checkout: the payment and its reference are stored before the provider
-// hears of them, and a provider that fails leaves the payment failed, not half-open.
+// topupOnce starts a top-up's checkout.
 func (s *Server) topupOnce(ctx context.Context, rc *fasthttp.RequestCtx, p auth.Principal, key *persistence.IdempotencyKey) ([]byte, error) {
 	cents, email, err := parseTopup(rc.PostBody())
 	if err != nil {
 		return nil, err
 	}
-	if email == "" {
+	return s.startCheckout(ctx, p, key, persistence.NewPayment{AccountID: p.AccountID, Purpose: persistence.PurposeTopup,
+		AmountCents: cents, Email: email}, "Send the payer to authorization_url; the wallet is credited once the payment is confirmed.")
+}
+
+// startCheckout starts a payment's checkout at the provider and returns the answer's body:
+// the payment and its reference are stored before the provider hears of them, and a provider
+// that fails leaves the payment failed, not half-open. A payment without an email is the
+// account's.
+func (s *Server) startCheckout(ctx context.Context, p auth.Principal, key *persistence.IdempotencyKey, np persistence.NewPayment, message string) ([]byte, error) {
+	if np.Email == "" {
 		a, err := s.Accounts.AccountByID(ctx, p.AccountID)
 		if err != nil {
 			return nil, err
 		}
-		email = a.Email
+		np.Email = a.Email
 	}
-	pay, err := s.PaymentStore.CreatePayment(ctx, persistence.NewPayment{AccountID: p.AccountID, Purpose: persistence.PurposeTopup,
-		AmountCents: cents, Email: email, Provider: s.Provider.Name()})
+	np.Provider = s.Provider.Name()
+	pay, err := s.PaymentStore.CreatePayment(ctx, np)
 	if err != nil {
 		return nil, err
 	}
-	co, err := s.Provider.Initialize(ctx, payments.Init{AmountCents: cents, Currency: pay.Currency, Email: email,
+	co, err := s.Provider.Initialize(ctx, payments.Init{AmountCents: np.AmountCents, Currency: pay.Currency, Email: np.Email,
 		Reference: pay.Reference, CallbackURL: s.opts.PublicURL + "/wallet/callback",
 		Metadata: map[string]string{"purpose": string(pay.Purpose), "account_id": p.AccountID.String()}})
 	if err != nil {
@@ -97,7 +105,7 @@ func (s *Server) topupOnce(ctx context.Context, rc *fasthttp.RequestCtx, p auth.
 		return nil, errors.Join(payments.ErrUnavailable, err)
 	}
 	body, err := json.Marshal(checkoutJSON{AuthorizationURL: co.AuthorizationURL, AccessCode: co.AccessCode, Reference: pay.Reference,
-		Message: "Send the payer to authorization_url; the wallet is credited once the payment is confirmed."})
+		Message: message})
 	if err != nil {
 		return nil, err
 	}

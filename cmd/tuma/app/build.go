@@ -13,6 +13,7 @@ import (
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/carriers/sim"
 	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/persistence/documents"
 	"github.com/tuma-sms/tuma/persistence/redis"
 	"github.com/tuma-sms/tuma/transport/api"
 	"github.com/tuma-sms/tuma/transport/auth"
@@ -66,6 +67,10 @@ func (a *App) boot(ctx context.Context) (err error) {
 	}
 
 	provider, sandbox := a.buildPayments()
+	docs, err := documents.Open(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("TUMA_DATA_DIR: %w", err)
+	}
 
 	passwords, err := auth.NewPasswords(cfg.BcryptCost)
 	if err != nil {
@@ -99,6 +104,8 @@ func (a *App) boot(ctx context.Context) (err error) {
 		EmailRatePerIP:     perPeriod(20*cfg.EmailsPerHour, time.Hour),
 		MetricsElsewhere:   cfg.MetricsAddr != "",
 		Pprof:              cfg.Pprof,
+		SharedSender:       cfg.SharedSenderID,
+		SenderFees:         cfg.SenderFees,
 	}, api.Deps{
 		Log:         log,
 		Registerer:  a.registry,
@@ -123,6 +130,9 @@ func (a *App) boot(ctx context.Context) (err error) {
 		PaymentStore:   a.store,
 		WebhookSchemes: payments.Schemes{payments.PaystackHMAC{Secret: []byte(cfg.PaymentSecretKey)}},
 		Sandbox:        sandbox,
+		Senders:        a.store,
+		Documents:      docs,
+		Contacts:       a.store,
 		Checks: []api.Check{
 			{Name: "postgres", Critical: true, Probe: a.store.Ping},
 			{Name: "redis", Critical: false, Probe: a.redis.Ping},
@@ -201,6 +211,7 @@ func (a *App) startEngine(ctx context.Context) error {
 		ReceiptDeadline: cfg.ReceiptDeadline,
 		Faults:          cfg.Faults.engine(),
 		LowBalanceCents: cfg.LowBalanceCents,
+		HandOffBudget:   handOffBudget(cfg.HandOffMessages),
 		Links:           links,
 	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: cs})
 	if err != nil {
@@ -210,4 +221,12 @@ func (a *App) startEngine(ctx context.Context) error {
 		a.sims.Deliver(a.engine.Receipt)
 	}
 	return nil
+}
+
+// handOffBudget is TUMA_HANDOFF_MESSAGES as the engine takes it: 0 turns hand-offs off.
+func handOffBudget(n int) int64 {
+	if n == 0 {
+		return -1
+	}
+	return int64(n)
 }

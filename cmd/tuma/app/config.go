@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -41,6 +43,9 @@ type Config struct {
 	PaymentSecretKey string
 	PaystackBaseURL  string
 	SharedSenderID   string
+	HandOffMessages  int
+	SenderFees       SenderFees
+	DataDir          string
 	Carriers         string
 	LogLevel         slog.Level
 	LogFormat        string // text | json
@@ -337,4 +342,44 @@ func (c *Config) resolveListener(addr string) {
 	if c.dashboardDerived {
 		c.DashboardURL = c.PublicURL + "/docs"
 	}
+}
+
+// SenderFees are the sender ID registration fees in cents, by network ("all" included).
+type SenderFees map[string]int64
+
+var senderFeeNetworks = []string{"safaricom", "airtel", "telkom", "all"}
+
+func (f *SenderFees) parse(v string) error {
+	out := SenderFees{}
+	for _, kv := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || !slices.Contains(senderFeeNetworks, k) {
+			return fmt.Errorf("want network=KES for each of %s", strings.Join(senderFeeNetworks, ", "))
+		}
+		kes, err := strconv.ParseFloat(val, 64)
+		if err != nil || kes < 0 || kes > 10_000_000 || math.Round(kes*100) != kes*100 {
+			return fmt.Errorf("%s: want an amount in KES with at most two decimals", k)
+		}
+		out[k] = int64(math.Round(kes * 100))
+	}
+	for _, n := range senderFeeNetworks {
+		if _, ok := out[n]; !ok {
+			return fmt.Errorf("no fee for %s", n)
+		}
+	}
+	*f = out
+	return nil
+}
+
+func (f SenderFees) String() string {
+	var parts []string
+	for _, n := range senderFeeNetworks {
+		c := f[n]
+		if c%100 == 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", n, c/100))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s=%d.%02d", n, c/100, c%100))
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -56,6 +56,7 @@ func startNode(t *testing.T, env map[string]string, opts ...app.Option) *node {
 		"TUMA_HTTP_ADDR":        "127.0.0.1:0",
 		"TUMA_DATABASE_URL":     "", // filled below unless overridden
 		"TUMA_REDIS_PREFIX":     redistest.Prefix(),
+		"TUMA_DATA_DIR":         t.TempDir(),
 		"TUMA_BCRYPT_COST":      "4",
 		"TUMA_ADMIN_TOKEN":      adminToken,
 		"TUMA_ACCESS_LOG":       "false",
@@ -168,9 +169,15 @@ func (n *node) do(method, path string, body any, headers ...string) response {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	return n.roundTrip(req)
+}
+
+// roundTrip sends a request built by the test and checks the answer against the contract.
+func (n *node) roundTrip(req *http.Request) response {
+	n.t.Helper()
 	resp, err := n.http.Do(req)
 	if err != nil {
-		n.t.Fatalf("%s %s: %v", method, path, err)
+		n.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

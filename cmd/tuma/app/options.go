@@ -179,6 +179,18 @@ func options() []option {
 				return nil
 			},
 			func(c *Config) string { return c.SharedSenderID }},
+		{"TUMA_SENDER_FEES", "safaricom=6000,airtel=4000,telkom=3000,all=12000", "sender ID registration fee in KES per network (all four: safaricom, airtel, telkom, all)", false,
+			func(c *Config, v string) error { return c.SenderFees.parse(v) },
+			func(c *Config) string { return c.SenderFees.String() }},
+		{"TUMA_DATA_DIR", "data", "folder for uploaded sender ID documents (created when missing)", false,
+			func(c *Config, v string) error {
+				if strings.TrimSpace(v) == "" {
+					return errors.New("must name a folder")
+				}
+				c.DataDir = v
+				return nil
+			},
+			func(c *Config) string { return c.DataDir }},
 		{"TUMA_CARRIERS", "sim", "carrier links: sim (in-process simulated networks)", false,
 			func(c *Config, v string) error { return oneOf(&c.Carriers, v, "sim") },
 			func(c *Config) string { return c.Carriers }},
@@ -266,6 +278,9 @@ func options() []option {
 		{"TUMA_LINK_TPS", "0", "carrier links: our own submit rate cap per network (0 = none; or safaricom=100,…)", false,
 			func(c *Config, v string) error { return c.LinkTPS.parse(v) },
 			func(c *Config) string { return c.LinkTPS.String() }},
+		{"TUMA_HANDOFF_MESSAGES", "100000", "messages of small jobs that may wait at the links for their outcomes after giving their tenant's dispatch slot back, so one unreachable network does not hold up a tenant's others (0 = jobs keep their slots)", false,
+			func(c *Config, v string) error { return intIn(&c.HandOffMessages, v, 0, 100_000_000) },
+			func(c *Config) string { return strconv.Itoa(c.HandOffMessages) }},
 		{"TUMA_LINK_WINDOW", "100", "carrier links: most submits in flight per network", false,
 			func(c *Config, v string) error { return intIn(&c.LinkWindow, v, 1, 10_000) },
 			func(c *Config) string { return strconv.Itoa(c.LinkWindow) }},

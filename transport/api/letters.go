@@ -1,0 +1,115 @@
+// Letters: the templates of the two letters a sender ID application needs, as PDFs.
+
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// letterTemplate writes one of the letters; company is "" for the blank template.
+type letterTemplate func(company, shared string, today time.Time) (title string, lines []pdfLine)
+
+var letterTemplates = map[string]letterTemplate{
+	"auth-letter":    authorisationLetter,
+	"request-letter": requestLetter,
+}
+
+func orBlank(s, blank string) string {
+	if s == "" {
+		return blank
+	}
+	return s
+}
+
+func authorisationLetter(company, _ string, today time.Time) (string, []pdfLine) {
+	c := orBlank(company, "[Company name]")
+	return "Sender ID authorisation letter", []pdfLine{
+		{text: c, bold: true},
+		{text: "[Postal address]"},
+		{text: "[KRA PIN]"},
+		{},
+		{text: today.Format("2 January 2006")},
+		{},
+		{text: "To: The Manager, Bulk SMS Services, [Safaricom PLC / Airtel Networks Kenya Ltd / Telkom Kenya Ltd]"},
+		{},
+		{text: "RE: AUTHORISATION TO REGISTER AND USE A SENDER ID", bold: true},
+		{},
+		{text: fmt.Sprintf("We, %s, authorise Tuma, our bulk SMS service provider, to register the sender ID "+
+			"[SENDER ID] on our behalf on the network named above, and to send messages under it for us.", c)},
+		{},
+		{text: "We confirm that the sender ID identifies our business, that we hold the rights to the name it shows, and that " +
+			"messages sent under it will comply with the Kenya Information and Communications (Consumer Protection) " +
+			"Regulations and the network's content guidelines."},
+		{},
+		{text: "We will tell Tuma in writing when this authorisation ends."},
+		{},
+		{text: "Yours faithfully,"},
+		{},
+		{},
+		{text: "______________________________          ______________________________"},
+		{text: "Name and title of signatory                            Company stamp"},
+		{text: "For and on behalf of " + c},
+	}
+}
+
+func requestLetter(company, shared string, today time.Time) (string, []pdfLine) {
+	c := orBlank(company, "[Company name]")
+	return "Sender ID request letter", []pdfLine{
+		{text: c, bold: true},
+		{text: "[Postal address]"},
+		{},
+		{text: today.Format("2 January 2006")},
+		{},
+		{text: "To: Tuma Bulk SMS"},
+		{},
+		{text: "RE: REQUEST FOR A SENDER ID", bold: true},
+		{},
+		{text: fmt.Sprintf("%s requests the registration of the sender ID [SENDER ID] (2 to 11 letters and digits) on "+
+			"[Safaricom / Airtel / Telkom / all networks], to replace the shared sender %s on our messages.", c, orBlank(shared, "ID"))},
+		{},
+		{text: "Purpose of the messages: [transactional notices / reminders / marketing to customers who opted in]."},
+		{text: "Expected monthly volume: [number] messages."},
+		{},
+		{text: "Enclosed: certificate of incorporation or business registration, KRA PIN certificate, and the signed " +
+			"authorisation letter."},
+		{},
+		{text: "Yours faithfully,"},
+		{},
+		{},
+		{text: "______________________________"},
+		{text: "Name, title and signature"},
+		{text: "For and on behalf of " + c},
+	}
+}
+
+// letter is GET /senders/templates/{kind}/download: the letter's template as a PDF, with the
+// company name filled in when the caller is signed in.
+func (s *Server) letter(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	kind, _ := rc.UserValue("kind").(string)
+	tmpl, ok := letterTemplates[kind]
+	if !ok {
+		return notFound("no such template: auth-letter or request-letter")
+	}
+	company := ""
+	if p, signedIn, err := s.optionalPrincipal(ctx, rc); err != nil {
+		return err
+	} else if signedIn {
+		a, err := s.Accounts.AccountByID(ctx, p.AccountID)
+		if err != nil {
+			return err
+		}
+		company = a.CompanyName
+	}
+	title, lines := tmpl(company, s.opts.SharedSender, s.Now().UTC())
+	rc.Response.Header.SetContentType("application/pdf")
+	rc.Response.Header.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="tuma-%s.pdf"`, kind))
+	rc.Response.Header.Set("Cache-Control", "no-store") // it may carry the company's name
+	rc.SetStatusCode(http.StatusOK)
+	rc.SetBody(pdfPage(title, lines))
+	return nil
+}
