@@ -82,16 +82,19 @@ func (a *admission) leave(took time.Duration) {
 	// What the node served per unit of time, and how long the requests in it now will wait
 	// at that rate. Latency is only known when a request ends, so a storm's queue shows in
 	// the mean a queue-length later; the wait shows it while the queue forms. A window much
-	// longer than its length saw idle time, which says nothing about the rate.
+	// longer than its length saw idle time, which says nothing about the rate either.
+	// The rate is the node's capacity only when demand exceeded the bound all along (full): a
+	// burst into a quiet window would read as a slow node and be shed for nothing.
+	saturated := full && elapsed <= 2*a.window
 	rate := float64(served) / float64(elapsed)
 	wait := mean
-	if elapsed <= 2*a.window {
+	if saturated {
 		wait = max(mean, time.Duration(float64(a.n.Load())/rate))
 	}
 	switch {
 	case wait > a.target:
 		shrunk := int64(float64(limit) * min(0.75, float64(a.target)/float64(wait)))
-		if elapsed <= 2*a.window {
+		if saturated {
 			// Little's law: at this rate the node holds rate × target requests within the
 			// target, so a storm is met in one window.
 			shrunk = min(shrunk, int64(rate*float64(a.target)))

@@ -123,7 +123,9 @@ func TestAdmissionMeetsAStormInOneWindow(t *testing.T) {
 		a.enter()
 		a.leave(5 * time.Millisecond)
 	}
-	a.windowStart.Store(time.Now().Add(-a.window).UnixNano()) // the 500th closes it at 100 ms
+	// The storm is refused at the bound as well; the 500th request closes the window at 100 ms.
+	a.full.Store(true)
+	a.windowStart.Store(time.Now().Add(-a.window).UnixNano())
 	a.enter()
 	a.leave(5 * time.Millisecond)
 	if b := a.bound(); b < 90 || b > 100 {
@@ -139,6 +141,17 @@ func TestAdmissionMeetsAStormInOneWindow(t *testing.T) {
 	idle.leave(time.Millisecond)
 	if b := idle.bound(); b != 512 {
 		t.Errorf("bound %d after a quick request closed a 10 s idle window; want 512", b)
+	}
+	// A burst of 300 quick requests into a quiet window, under the bound, is served, not shed.
+	burst := newAdmission(512, 20*time.Millisecond)
+	burst.windowStart.Store(time.Now().UnixNano())
+	for range 300 {
+		burst.enter()
+	}
+	burst.windowStart.Store(time.Now().Add(-burst.window).UnixNano())
+	burst.leave(time.Millisecond)
+	if b := burst.bound(); b != 512 {
+		t.Errorf("bound %d after a burst of 300 quick requests under the bound; want 512", b)
 	}
 }
 
