@@ -43,6 +43,9 @@ type Store interface {
 	LowBalanceAlert(ctx context.Context, accountID uuid.UUID, n persistence.NewNotification) (bool, error)
 	LowBalanceRecovered(ctx context.Context, accountID uuid.UUID) error
 	SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error
+	OptedOut(ctx context.Context, accountID uuid.UUID, phones []string) (map[string]bool, error)
+	CancelCampaign(ctx context.Context, accountID, id uuid.UUID, now time.Time) (uuid.UUID, error)
+	CancelRemainder(ctx context.Context, jobID uuid.UUID) ([]persistence.WalletSnapshot, error)
 }
 
 // Deps are the engine's collaborators.

@@ -45,6 +45,9 @@ type jobState struct {
 	// is what of the engine's HandOffBudget its messages still take.
 	inline, handedOff bool
 	budget            int
+	// cancelled: its campaign was cancelled; settling/settled: what it never handed over is
+	// being, or has been, failed and refunded.
+	cancelled, settling, settled bool
 }
 
 // jobPage is how many open messages a job reads from the database at a time.
@@ -87,6 +90,13 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		}
 	case *reloadJob:
 		j.load(ctx)
+	case *cancelJob:
+		j.cancel(ctx)
+		j.pump(ctx)
+	case *remainderCancelled:
+		j.remainderSettled(ctx, msg)
+	case *settleRetry:
+		j.pump(ctx)
 	case *outcomesDurable:
 		done := 0
 		for n := range msg.n {
@@ -119,6 +129,7 @@ func (j *jobActor) ready(ctx actor.Context, msg *jobReady) {
 	st.loadDelay = 0
 	if msg.record != nil {
 		st.job, st.known, st.variants = msg.record.NewJob, true, variantsOf(msg.record.NewJob)
+		st.cancelled = st.cancelled || msg.record.Cancelled
 	}
 	st.ready = true
 	st.more = msg.more
@@ -126,6 +137,9 @@ func (j *jobActor) ready(ctx actor.Context, msg *jobReady) {
 		st.cursor = msg.last
 	}
 	j.enqueue(msg.msgs)
+	if st.cancelled {
+		j.cancel(ctx)
+	}
 	j.askAbout(msg.pending)
 	j.pump(ctx)
 }
@@ -178,6 +192,10 @@ func (j *jobActor) pump(ctx actor.Context) {
 		if len(st.queues[n]) > 0 || st.outstanding[n] > 0 {
 			done = false
 		}
+	}
+	if done && st.cancelled && !st.settled {
+		j.settleCancelled(ctx)
+		return
 	}
 	if done {
 		ctx.Send(st.tenant, &jobDispatched{id: st.start.id})
@@ -285,7 +303,17 @@ func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool,
 			return &jobReady{err: err}
 		}
 		if expanded {
+			// A campaign's tens of thousands stay in the store: the first page goes now, the
+			// rest is read by key as this one drains.
+			if len(msgs) > jobPage {
+				msgs, r.more, r.last = msgs[:jobPage:jobPage], true, msgs[jobPage-1].id
+			}
 			r.msgs = msgs
+			if job.CampaignID != nil {
+				if r.msgs, err = j.e.skipOptedOut(ctx, job.AccountID, r.msgs); err != nil {
+					return &jobReady{err: err}
+				}
+			}
 			return r
 		}
 		// An earlier run expanded it and crashed: what it wrote is the truth.
@@ -313,21 +341,33 @@ func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool,
 	if resumed {
 		j.e.m.resumed.Add(float64(len(open)))
 	}
+	if job.CampaignID != nil && len(r.msgs) > 0 {
+		if r.msgs, err = j.e.skipOptedOut(ctx, job.AccountID, r.msgs); err != nil {
+			return &jobReady{err: err}
+		}
+	}
 	return r
 }
 
 // expand writes the message rows of a job accepted in compact form and returns them ready to
 // dispatch; expanded is false when an earlier run already did (and crashed after).
 func (j *jobActor) expand(ctx context.Context, job persistence.NewJob, vars [carriers.NetworkSlots]variant) (msgs []dispatchMsg, expanded bool, err error) {
-	rs, err := persistence.DecodeRecipients(job.Pending)
-	if err != nil {
-		return nil, false, fmt.Errorf("job %s: %w", job.ID, err)
-	}
-	rows := make([]persistence.NewMessage, len(rs))
-	msgs = make([]dispatchMsg, len(rs))
-	for i, r := range rs {
-		rows[i] = newMessage(job, vars[r.Network], r)
-		msgs[i] = dispatchMsg{id: rows[i].ID, nsn: r.NSN, network: r.Network}
+	var rows []persistence.NewMessage
+	if job.CampaignID != nil {
+		if rows, msgs, err = expandCampaign(job, vars); err != nil {
+			return nil, false, fmt.Errorf("job %s: %w", job.ID, err)
+		}
+	} else {
+		rs, err := persistence.DecodeRecipients(job.Pending)
+		if err != nil {
+			return nil, false, fmt.Errorf("job %s: %w", job.ID, err)
+		}
+		rows = make([]persistence.NewMessage, len(rs))
+		msgs = make([]dispatchMsg, len(rs))
+		for i, r := range rs {
+			rows[i] = newMessage(job, vars[r.Network], r)
+			msgs[i] = dispatchMsg{id: rows[i].ID, nsn: r.NSN, network: r.Network}
+		}
 	}
 	start := time.Now()
 	expanded, err = j.e.store.ExpandJob(ctx, job, rows)

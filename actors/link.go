@@ -163,6 +163,8 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		})
 	case *queryMany:
 		l.queryMany(msg.ids, msg.retryFor)
+	case *withdrawJob:
+		l.withdraw(ctx, msg)
 	case *drain:
 		st.draining = true
 		st.waiters = append(st.waiters, ctx.Sender())

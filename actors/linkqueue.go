@@ -66,6 +66,43 @@ func (q *fairQueue) pop() *submitReq {
 	return r
 }
 
+// withdraw takes out of the queue a tenant's waiting submits that match, in order.
+func (q *fairQueue) withdraw(account uuid.UUID, match func(*submitReq) bool) []*submitReq {
+	f := q.byTenant[account]
+	if f == nil {
+		return nil
+	}
+	var out []*submitReq
+	kept := f.reqs[:f.head]
+	for _, r := range f.reqs[f.head:] {
+		if match(r) {
+			out = append(out, r)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	clear(f.reqs[len(kept):])
+	f.reqs = kept
+	q.size -= len(out)
+	if f.head == len(f.reqs) { // nothing left: the tenant leaves the turns
+		delete(q.byTenant, account)
+		i := 0
+		for i < len(q.ring) && q.ring[i] != account {
+			i++
+		}
+		q.ring = append(q.ring[:i], q.ring[i+1:]...)
+		if i < q.turn {
+			q.turn--
+		}
+		if len(q.ring) > 0 {
+			q.turn %= len(q.ring)
+		} else {
+			q.turn = 0
+		}
+	}
+	return out
+}
+
 // recentIDs remembers the last ids added, forgetting the oldest first.
 type recentIDs struct {
 	set  map[uuid.UUID]struct{}

@@ -36,6 +36,7 @@ type metrics struct {
 	unmatched     prometheus.Counter
 
 	resumed         prometheus.Counter // open messages resumed jobs read
+	optedOut        prometheus.Counter // campaign messages skipped: their contact opted out
 	foldedEntries   prometheus.Counter
 	jobsCompleted   prometheus.Counter
 	recovering      prometheus.Gauge
@@ -126,6 +127,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Receipts dropped because no sent message matched them after retries."}),
 		resumed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "engine", Name: "messages_resumed_total",
 			Help: "Unfinished messages (queued or awaiting a receipt) read back by jobs resumed after a restart."}),
+		optedOut: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "campaigns", Name: "opted_out_skipped_total",
+			Help: "Campaign messages not sent (and refunded) because their contact opted out after the campaign was created."}),
 		foldedEntries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "engine", Name: "progress_folded_total",
 			Help: "Progress log entries folded into job counters."}),
 		jobsCompleted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "engine", Name: "jobs_completed_total",
@@ -155,7 +158,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, c := range []prometheus.Collector{m.accepted, m.submitted, m.attempts, m.delivered, m.failed, m.throttled, m.retries,
 		m.submitLatency, m.endToEnd, m.acceptLatency, m.breakerState, m.windowInUse, m.windowSize, m.linkQueue, m.restarts,
 		m.tenants, m.jobsActive, m.jobsWaiting, m.receiptsQueue, m.debited, m.refunded, m.credited, m.batchSize,
-		m.batchLatency, m.batchErrors, m.unmatched, m.resumed, m.foldedEntries, m.jobsCompleted, m.recovering, m.recoverySeconds,
+		m.batchLatency, m.batchErrors, m.unmatched, m.resumed, m.optedOut, m.foldedEntries, m.jobsCompleted, m.recovering, m.recoverySeconds,
 		m.duplicates, m.resentAfterCrash, m.recoveredVec, m.lostAnswers, m.reused, m.sweepAsked, m.sweepExpired, m.backlog} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -34,40 +34,19 @@ func (t *tenantActor) sharedPrefix() string {
 
 func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
 	req := cmd.req
-	lifetime := t.wallet.LifetimeSMS + t.pending.pendingUnits
-	pricing := PricingFor(lifetime, t.tier, t.intern)
+	job, pricing, lifetime := t.newJob(req.Sender, len(req.Recipients))
+	job.Source, job.Message, job.Idempotency = req.Source, req.Message, req.Idempotency
 	var counts [carriers.NetworkSlots]int
 	for _, r := range req.Recipients {
 		counts[r.Network]++
 	}
-	job := persistence.NewJob{
-		ID: persistence.NewID(), AccountID: t.id, Source: req.Source, Message: req.Message,
-		PriceCents: pricing.PriceCents, Recipients: len(req.Recipients), Idempotency: req.Idempotency,
-	}
-	var vars [carriers.NetworkSlots]variant
-	for _, n := range carriers.Networks() {
-		sender, prefixed := t.route(req.Sender, n)
-		job.Senders[n], job.Prefixed[n] = sender, prefixed
-		if prefixed {
-			job.SharedPrefix = t.sharedPrefix()
-		}
-	}
-	vars = variantsOf(job)
+	vars := variantsOf(job)
 	for _, n := range carriers.Networks() {
 		job.Units += int64(counts[n]) * int64(vars[n].parts)
 		job.NetworkCounts[n] = counts[n]
 	}
-	job.CostCents = job.Units * pricing.PriceCents
-	if available := t.wallet.BalanceCents - t.pending.reserved; job.CostCents > available {
-		ctx.Send(reply, &InsufficientBalanceError{AvailableCents: available, CostCents: job.CostCents})
+	if !t.afford(ctx, reply, &job, pricing, lifetime) {
 		return
-	}
-	if !pricing.Override && !pricing.Internal {
-		before, after := TierIndex(lifetime), TierIndex(lifetime+job.Units)
-		if after > before {
-			title, text := tierUpgradeNotice(after)
-			job.Notices = append(job.Notices, persistence.NewNotification{Type: "tier_upgrade", Title: title, Message: text})
-		}
 	}
 	var inline []dispatchMsg
 	if len(req.Recipients) <= t.e.opts.InlineLimit {
@@ -80,11 +59,49 @@ func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
 	} else {
 		job.Pending = persistence.EncodeRecipients(req.Recipients)
 	}
-	t.pending.reserved += job.CostCents
-	t.pending.pendingUnits += job.Units
+	t.write(ctx, &acceptReq{job: job, reply: reply, start: cmd.at, inline: inline, variant: vars})
+}
+
+// newJob starts a job of n recipients priced at the account's tier now, its senders routed.
+func (t *tenantActor) newJob(explicit *persistence.Sender, n int) (persistence.NewJob, Pricing, int64) {
+	lifetime := t.wallet.LifetimeSMS + t.pending.pendingUnits
+	pricing := PricingFor(lifetime, t.tier, t.intern)
+	job := persistence.NewJob{ID: persistence.NewID(), AccountID: t.id, PriceCents: pricing.PriceCents, Recipients: n}
+	for _, n := range carriers.Networks() {
+		sender, prefixed := t.route(explicit, n)
+		job.Senders[n], job.Prefixed[n] = sender, prefixed
+		if prefixed {
+			job.SharedPrefix = t.sharedPrefix()
+		}
+	}
+	return job, pricing, lifetime
+}
+
+// afford prices a job whose units are counted against the balance not yet reserved, and adds
+// the tier-upgrade notice it earns; false (the caller answered 402) when it cannot be paid.
+func (t *tenantActor) afford(ctx actor.Context, reply *actor.PID, job *persistence.NewJob, pricing Pricing, lifetime int64) bool {
+	job.CostCents = job.Units * pricing.PriceCents
+	if available := t.wallet.BalanceCents - t.pending.reserved; job.CostCents > available {
+		ctx.Send(reply, &InsufficientBalanceError{AvailableCents: available, CostCents: job.CostCents})
+		return false
+	}
+	if !pricing.Override && !pricing.Internal {
+		before, after := TierIndex(lifetime), TierIndex(lifetime+job.Units)
+		if after > before {
+			title, text := tierUpgradeNotice(after)
+			job.Notices = append(job.Notices, persistence.NewNotification{Type: "tier_upgrade", Title: title, Message: text})
+		}
+	}
+	return true
+}
+
+// write reserves a priced job's cost until its commit answers and hands it to the writer.
+func (t *tenantActor) write(ctx actor.Context, req *acceptReq) {
+	t.pending.reserved += req.job.CostCents
+	t.pending.pendingUnits += req.job.Units
 	t.pending.accepting++
-	ctx.Send(t.e.writerFor(t.id), &acceptReq{job: job, reply: reply, tenant: ctx.Self(), epoch: t.epoch, start: cmd.at,
-		inline: inline, variant: vars})
+	req.tenant, req.epoch = ctx.Self(), t.epoch
+	ctx.Send(t.e.writerFor(t.id), req)
 }
 
 // newMessage is the row of one recipient of a job.
@@ -141,11 +158,14 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 			m.net[n].accepted.Add(float64(c))
 		}
 	}
+	if c := req.job.Campaign; c != nil && c.ScheduledAt != nil {
+		return // its job opens when the scheduler finds it due (StartScheduled)
+	}
 	if req.epoch != t.epoch {
 		t.enqueue(jobStart{id: req.job.ID, resumed: true})
 	} else {
 		job := req.job
-		job.Inline, job.Notices, job.Idempotency = nil, nil, nil
+		job.Inline, job.Notices, job.Idempotency, job.Campaign = nil, nil, nil, nil
 		t.enqueue(jobStart{id: job.ID, job: &job, inline: req.inline, variants: req.variant})
 	}
 	t.startJobs(ctx)

@@ -42,7 +42,9 @@ type tenantActor struct {
 	lowWrites  []func(context.Context) error // the head is running
 
 	dispatching map[uuid.UUID]bool
-	handedOff   map[uuid.UUID]bool // jobs alive only for their outcomes: no slot (jobHandedOff)
+	handedOff   map[uuid.UUID]bool       // jobs alive only for their outcomes: no slot (jobHandedOff)
+	cancelled   map[uuid.UUID]bool       // jobs whose campaign was cancelled: they start cancelled
+	live        map[uuid.UUID]*actor.PID // job actors this incarnation spawned, until they end
 	waiting     []jobStart
 	// inlineWaiting counts the waiting jobs that keep their messages in memory (see enqueue).
 	inlineWaiting int
@@ -75,7 +77,8 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		t.epoch = t.e.epochs.Add(1)
-		t.dispatching, t.handedOff = map[uuid.UUID]bool{}, map[uuid.UUID]bool{}
+		t.dispatching, t.handedOff, t.cancelled = map[uuid.UUID]bool{}, map[uuid.UUID]bool{}, map[uuid.UUID]bool{}
+		t.live = map[uuid.UUID]*actor.PID{}
 		ctx.SetReceiveTimeout(t.e.opts.TenantIdle)
 		t.load(ctx)
 		t.startResume(ctx)
@@ -97,7 +100,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		if msg.epoch == t.epoch {
 			t.loadedState(ctx, msg)
 		}
-	case *sendCmd, *creditCmd, *pricingCmd, *paymentCmd:
+	case *sendCmd, *campaignCmd, *cancelCmd, *creditCmd, *pricingCmd, *paymentCmd:
 		if !t.loaded {
 			t.stash = append(t.stash, stashed{msg: msg, reply: ctx.Sender()})
 			return
@@ -141,6 +144,13 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		}
 	case *readOpenJobs:
 		t.readOpenJobs(ctx)
+	case *cancelMarked:
+		t.cancelMarked(ctx, msg)
+	case *remainderCancelled:
+		t.remainderCancelled(ctx, msg)
+	case *startJob:
+		t.enqueue(jobStart{id: msg.id})
+		t.startJobs(ctx)
 	case *jobDispatched:
 		t.jobDispatched(ctx, msg.id)
 	case *jobHandedOff:
@@ -235,6 +245,10 @@ func (t *tenantActor) command(ctx actor.Context, msg any, reply *actor.PID) {
 	switch m := msg.(type) {
 	case *sendCmd:
 		t.send(ctx, m, reply)
+	case *campaignCmd:
+		t.campaign(ctx, m, reply)
+	case *cancelCmd:
+		t.cancel(ctx, m, reply)
 	case *creditCmd:
 		self, root := ctx.Self(), t.e.root
 		t.e.goIO(10*time.Second, func(c context.Context) {

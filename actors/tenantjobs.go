@@ -110,13 +110,14 @@ func (t *tenantActor) startJobs(ctx actor.Context) {
 		if js.inline != nil {
 			t.inlineWaiting--
 		}
-		st := &jobState{start: js, tenant: ctx.Self()}
-		_, err := ctx.SpawnNamed(t.e.props(func() actor.Actor { return &jobActor{e: t.e, st: st} }), "job-"+js.id.String())
+		st := &jobState{start: js, tenant: ctx.Self(), cancelled: t.cancelled[js.id]}
+		pid, err := ctx.SpawnNamed(t.e.props(func() actor.Actor { return &jobActor{e: t.e, st: st} }), "job-"+js.id.String())
 		if err != nil {
 			t.e.log.Debug("job already running", slog.String("job_id", js.id.String()))
 			continue
 		}
 		t.dispatching[js.id] = true
+		t.live[js.id] = pid
 	}
 	if len(t.waiting) == 0 && len(t.dispatching) < t.e.opts.MaxDispatchingJob {
 		t.readOpenJobs(ctx)
@@ -125,6 +126,8 @@ func (t *tenantActor) startJobs(ctx actor.Context) {
 
 func (t *tenantActor) jobDispatched(ctx actor.Context, id uuid.UUID) {
 	delete(t.dispatching, id)
+	delete(t.cancelled, id)
+	delete(t.live, id)
 	delete(t.handedOff, id)
 	t.startJobs(ctx)
 }

@@ -68,10 +68,11 @@ var (
 		"Were", "Ruto", "Maina", "Owino", "Gitau", "Cheruiyot", "Mugo", "Okoth", "Kiptoo", "Wafula", "Nyaga", "Barasa"}
 )
 
-// contactRow is the generated contact number i: a unique Safaricom number, a name spread over
-// the lists above and a number in the surname, as sales people add.
+// contactRow is the generated contact number i: a unique number on each network in turn
+// (Safaricom 071…, Airtel 073…, Telkom 077…), a name spread over the lists above and a number
+// in the surname, as sales people add.
 func contactRow(i int) (phone, first, last string) {
-	return fmt.Sprintf("07%02d%06d", 10+i/1_000_000%10, i%1_000_000), firstNames[i%len(firstNames)],
+	return fmt.Sprintf("%s%07d", []string{"071", "073", "077"}[i%3], i/3), firstNames[i%len(firstNames)],
 		fmt.Sprintf("%s %d", lastNames[i/len(firstNames)%len(lastNames)], i%997)
 }
 
@@ -117,43 +118,13 @@ func RunContacts(ctx context.Context, cfg ContactsConfig, stdout io.Writer) (Con
 			}
 		}
 	})
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		part, err := mw.CreateFormFile("file", "contacts.csv")
-		if err == nil {
-			bw := bufio.NewWriterSize(part, 64<<10)
-			bw.WriteString("phone,first_name,last_name\n")
-			for i := range cfg.Rows {
-				phone, first, last := contactRow(i)
-				bw.WriteString(phone + "," + first + "," + last + "\n")
-			}
-			err = bw.Flush()
-		}
-		if err == nil {
-			err = mw.Close()
-		}
-		pw.CloseWithError(err)
-	}()
-	req, _ := http.NewRequestWithContext(ctx, "POST", cfg.URL+"/contacts/import", pr)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("X-API-Key", key)
 	start := time.Now()
-	resp, err := hc.Do(req)
-	if err != nil {
-		close(stopSampling)
-		return res, fmt.Errorf("import: %w", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	err = importContacts(ctx, hc, cfg.URL, key, cfg.Rows, "")
 	res.ImportSeconds = time.Since(start).Seconds()
 	close(stopSampling)
 	sampling.Wait()
-	var imported struct {
-		Imported int `json:"imported"`
-	}
-	if resp.StatusCode != 200 || json.Unmarshal(body, &imported) != nil || imported.Imported != cfg.Rows {
-		return res, fmt.Errorf("import answered %d %s; want %d imported", resp.StatusCode, body, cfg.Rows)
+	if err != nil {
+		return res, err
 	}
 	res.ImportRowsPerS = float64(cfg.Rows) / res.ImportSeconds
 	res.RSSGrowthMB = (peak - before) / (1 << 20)
@@ -192,10 +163,10 @@ func RunContacts(ctx context.Context, cfg ContactsConfig, stdout io.Writer) (Con
 	res.NameP50MS, res.NameP99MS = ms(quantile(nameLat, 50)), ms(quantile(nameLat, 99))
 
 	// Export, counted as it streams.
-	req, _ = http.NewRequestWithContext(ctx, "GET", cfg.URL+"/contacts/export", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", cfg.URL+"/contacts/export", nil)
 	req.Header.Set("X-API-Key", key)
 	start = time.Now()
-	resp, err = hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return res, fmt.Errorf("export: %w", err)
 	}
@@ -224,25 +195,74 @@ func RunContacts(ctx context.Context, cfg ContactsConfig, stdout io.Writer) (Con
 	return res, nil
 }
 
+// importContacts imports rows generated contacts (contactRow) as one CSV upload, written as
+// it is sent, into group when given.
+func importContacts(ctx context.Context, hc *http.Client, base, key string, rows int, group string) error {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		part, err := mw.CreateFormFile("file", "contacts.csv")
+		if err == nil {
+			bw := bufio.NewWriterSize(part, 64<<10)
+			bw.WriteString("phone,first_name,last_name\n")
+			for i := range rows {
+				phone, first, last := contactRow(i)
+				bw.WriteString(phone + "," + first + "," + last + "\n")
+			}
+			err = bw.Flush()
+		}
+		if err == nil && group != "" {
+			err = mw.WriteField("group_id", group)
+		}
+		if err == nil {
+			err = mw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/contacts/import", pr)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("X-API-Key", key)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var imported struct {
+		Imported int `json:"imported"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &imported) != nil || imported.Imported != rows {
+		return fmt.Errorf("import answered %d %s; want %d imported", resp.StatusCode, body, rows)
+	}
+	return nil
+}
+
 // contactsAccount registers an account for the run and returns its API key.
 func contactsAccount(ctx context.Context, hc *http.Client, cfg ContactsConfig) (string, error) {
-	email := fmt.Sprintf("bench-contacts-%d@example.com", time.Now().UnixNano())
+	key, _, err := register(ctx, hc, cfg.URL, "contacts")
+	return key, err
+}
+
+// register registers an account for a run and returns its API key and id.
+func register(ctx context.Context, hc *http.Client, base, label string) (key, id string, err error) {
+	email := fmt.Sprintf("bench-%s-%d@example.com", label, time.Now().UnixNano())
 	body, _ := json.Marshal(map[string]string{"email": email, "password": "Bench1234", "full_name": "Bench", "company_name": "Bench"})
-	req, _ := http.NewRequestWithContext(ctx, "POST", cfg.URL+"/auth/register", bytes.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/auth/register", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("register: %w", err)
+		return "", "", fmt.Errorf("register: %w", err)
 	}
 	defer resp.Body.Close()
 	var u struct {
 		APIKey string `json:"api_key"`
+		ID     string `json:"id"`
 	}
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 201 || json.Unmarshal(b, &u) != nil {
-		return "", fmt.Errorf("register answered %d %s (is TUMA_SIGNUP_LIMIT_PER_IP=0 on the node?)", resp.StatusCode, b)
+		return "", "", fmt.Errorf("register answered %d %s (is TUMA_SIGNUP_LIMIT_PER_IP=0 on the node?)", resp.StatusCode, b)
 	}
-	return u.APIKey, nil
+	return u.APIKey, u.ID, nil
 }
 
 func get(ctx context.Context, hc *http.Client, u, key string) ([]byte, error) {

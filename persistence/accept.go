@@ -118,7 +118,9 @@ func queueRecords(b *pgx.Batch, jobs []NewJob) {
 	queueJobInserts(b, jobs)
 	queueOpenJobs(b, jobs)
 	queueMessageInserts(b, jobs)
+	queueCampaignInserts(b, jobs)
 	queueDebitEntries(b, jobs)
+	queueDailySpend(b, jobs)
 	queueNotifications(b, jobs)
 	queueIdempotency(b, jobs)
 }
@@ -238,10 +240,14 @@ func heldClaims(ctx context.Context, tx pgx.Tx, jobs []NewJob) (map[IdempotencyK
 	return held, rows.Err()
 }
 
+// queueOpenJobs opens the jobs for dispatch; a scheduled campaign's job opens when it is due
+// (StartDueCampaigns).
 func queueOpenJobs(b *pgx.Batch, jobs []NewJob) {
-	ids, accts := make([]uuid.UUID, len(jobs)), make([]uuid.UUID, len(jobs))
-	for i, j := range jobs {
-		ids[i], accts[i] = j.ID, j.AccountID
+	ids, accts := make([]uuid.UUID, 0, len(jobs)), make([]uuid.UUID, 0, len(jobs))
+	for _, j := range jobs {
+		if j.Campaign == nil || j.Campaign.ScheduledAt == nil {
+			ids, accts = append(ids, j.ID), append(accts, j.AccountID)
+		}
 	}
 	b.Queue(`INSERT INTO open_jobs (job_id, account_id) SELECT * FROM unnest($1::uuid[], $2::uuid[])`, ids, accts)
 }
@@ -311,6 +317,9 @@ func queueDebitEntries(b *pgx.Batch, jobs []NewJob) {
 		ids[i], accts[i], jobIDs[i] = NewID(), j.AccountID, j.ID
 		amounts[i], counts[i] = j.CostCents, j.Units
 		descs[i] = fmt.Sprintf("SMS to %d recipient%s", j.Recipients, plural(j.Recipients))
+		if j.Campaign != nil {
+			descs[i] = fmt.Sprintf("Campaign %q to %d recipient%s", j.Campaign.Name, j.Recipients, plural(j.Recipients))
+		}
 	}
 	b.Queue(`INSERT INTO wallet_transactions (id, account_id, type, amount_cents, sms_count, job_id, description)
 		SELECT u.id, u.account_id, 'debit', u.amount, u.sms, u.job_id, u.description
@@ -337,10 +346,16 @@ func queueNotifications(b *pgx.Batch, jobs []NewJob) {
 func queueIdempotency(b *pgx.Batch, jobs []NewJob) {
 	var accts, jobIDs, claims []uuid.UUID
 	var keys []string
+	var statuses []int32
 	for _, j := range jobs {
 		if j.Idempotency != nil {
-			accts, keys, jobIDs = append(accts, j.Idempotency.AccountID), append(keys, j.Idempotency.Key), append(jobIDs, j.ID)
-			claims = append(claims, j.Idempotency.Claim)
+			// A send answers 202 with its job; a campaign 201 with itself.
+			resource, status := j.ID, int32(202)
+			if j.Campaign != nil {
+				resource, status = j.Campaign.ID, 201
+			}
+			accts, keys, jobIDs = append(accts, j.Idempotency.AccountID), append(keys, j.Idempotency.Key), append(jobIDs, resource)
+			claims, statuses = append(claims, j.Idempotency.Claim), append(statuses, status)
 		}
 	}
 	if len(keys) == 0 {
@@ -350,11 +365,23 @@ func queueIdempotency(b *pgx.Batch, jobs []NewJob) {
 	// would charge again) or a key without its job. A claim that lapsed and was taken over by a
 	// retry fails the whole batch (tuma_fence), and AcceptJobs retries it without that job.
 	b.Queue(`WITH done AS (
-			UPDATE idempotency_keys k SET state = 'done', response_status = 202, resource_id = u.job_id
-			FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[]) AS u(account_id, key, job_id, claim)
+			UPDATE idempotency_keys k SET state = 'done', response_status = u.status, resource_id = u.job_id
+			FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $6::integer[]) AS u(account_id, key, job_id, claim, status)
 			WHERE k.account_id = u.account_id AND k.key = u.key AND k.claim = u.claim AND k.state = 'in_flight'
 			RETURNING 1)
-		SELECT tuma_fence($5, count(*)) FROM done`, accts, keys, jobIDs, claims, int64(len(keys)))
+		SELECT tuma_fence($5, count(*)) FROM done`, accts, keys, jobIDs, claims, int64(len(keys)), statuses)
+}
+
+// queueDailySpend adds the group's debits to their accounts' figures of the day (UTC), which
+// the spend-trend report reads; refunds take theirs off the day of their job (applyRefunds).
+func queueDailySpend(b *pgx.Batch, jobs []NewJob) {
+	g := groupDebits(jobs)
+	b.Queue(`INSERT INTO account_days (account_id, day, spend_cents, sms_count)
+		SELECT u.account_id, (now() AT TIME ZONE 'UTC')::date, u.cost, u.units
+		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS u(account_id, cost, units)
+		ORDER BY u.account_id
+		ON CONFLICT (account_id, day) DO UPDATE SET spend_cents = account_days.spend_cents + excluded.spend_cents,
+			sms_count = account_days.sms_count + excluded.sms_count`, g.accounts, g.costs, g.units)
 }
 
 func plural(n int) string {

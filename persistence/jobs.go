@@ -19,10 +19,12 @@ type JobRecord struct {
 	NewJob
 	Status    JobStatus
 	CreatedAt time.Time
+	Cancelled bool // its campaign was cancelled: what is still queued is not to be sent
 }
 
 const jobColumns = `j.id, j.account_id, j.campaign_id, j.source, j.message, j.shared_prefix, j.senders, j.prefixed,
-	j.price_cents, j.recipients_count, j.sms_units, j.cost_cents, j.pending_recipients, j.status, j.created_at`
+	j.price_cents, j.recipients_count, j.sms_units, j.cost_cents, j.pending_recipients, j.status, j.created_at,
+	coalesce((SELECT c.status = 'cancelled' FROM campaigns c WHERE c.job_id = j.id), false)`
 
 func scanJob(row pgx.Row) (JobRecord, error) {
 	var (
@@ -31,7 +33,7 @@ func scanJob(row pgx.Row) (JobRecord, error) {
 		prefixed []bool
 	)
 	err := row.Scan(&j.ID, &j.AccountID, &j.CampaignID, &j.Source, &j.Message, &j.SharedPrefix, &senders, &prefixed,
-		&j.PriceCents, &j.Recipients, &j.Units, &j.CostCents, &j.Pending, &j.Status, &j.CreatedAt)
+		&j.PriceCents, &j.Recipients, &j.Units, &j.CostCents, &j.Pending, &j.Status, &j.CreatedAt, &j.Cancelled)
 	if err != nil {
 		return JobRecord{}, err
 	}
@@ -102,6 +104,7 @@ type NewJob struct {
 	Pending       []byte       // EncodeRecipients, expanded later (large jobs)
 	Notices       []NewNotification
 	Idempotency   *IdempotencyKey // completed in the same transaction
+	Campaign      *NewCampaign    // the campaign this job sends (Pending is then EncodeAudience)
 }
 
 // ExpandJob writes the message rows of a job accepted with pending recipients and clears the
@@ -139,6 +142,11 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, msgs []NewMessage) (boo
 			}))
 		if err != nil {
 			return fmt.Errorf("copy messages: %w", err)
+		}
+		if j.CampaignID != nil {
+			if err := markCampaignSending(ctx, tx, j.ID); err != nil {
+				return err
+			}
 		}
 		lo, hi := messageRange(msgs)
 		if _, err := tx.Exec(ctx, `UPDATE jobs SET pending_recipients = NULL, status = 'sending', first_message_id = $2, last_message_id = $3

@@ -174,6 +174,9 @@ func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.U
 		if _, err := tx.Exec(ctx, `DELETE FROM open_jobs WHERE job_id = ANY($1::uuid[])`, completed); err != nil {
 			return nil, fmt.Errorf("close jobs: %w", err)
 		}
+		if err := finishCampaigns(ctx, tx, completed); err != nil {
+			return nil, err
+		}
 	}
 	accts := sortedIDs(byAccount)
 	se, d, f := make([]int64, len(accts)), make([]int64, len(accts)), make([]int64, len(accts))

@@ -46,6 +46,9 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress, skipWallet
 	if err != nil {
 		return nil, err
 	}
+	if err := refundDailySpend(ctx, tx, jobs); err != nil {
+		return nil, err
+	}
 	if len(entryIDs) == 0 {
 		return snaps, nil
 	}
@@ -99,4 +102,29 @@ func refundWallets(ctx context.Context, tx pgx.Tx, byAccount map[uuid.UUID]*refu
 		return nil, fmt.Errorf("refund wallets: %w", err)
 	}
 	return snaps, nil
+}
+
+// refundDailySpend takes refunds off the spend of the day their job was accepted (UTC), so a
+// day's figure is what that day's sends finally cost.
+func refundDailySpend(ctx context.Context, tx pgx.Tx, jobs []JobProgress) error {
+	var ids []uuid.UUID
+	var cents, units []int64
+	for _, p := range jobs {
+		if p.RefundedUnits != 0 || p.RefundedCents != 0 {
+			ids, cents, units = append(ids, p.JobID), append(cents, p.RefundedCents), append(units, p.RefundedUnits)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO account_days (account_id, day, spend_cents, sms_count)
+		SELECT j.account_id, (j.created_at AT TIME ZONE 'UTC')::date, -sum(u.cents), -sum(u.units)
+		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS u(job_id, cents, units) JOIN jobs j ON j.id = u.job_id
+		GROUP BY 1, 2 ORDER BY 1, 2
+		ON CONFLICT (account_id, day) DO UPDATE SET spend_cents = account_days.spend_cents + excluded.spend_cents,
+			sms_count = account_days.sms_count + excluded.sms_count`, ids, cents, units)
+	if err != nil {
+		return fmt.Errorf("refund daily spend: %w", err)
+	}
+	return nil
 }

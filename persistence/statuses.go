@@ -130,3 +130,24 @@ func DocumentKinds() []DocumentKind {
 
 // SenderNetworks are the networks a sender ID may be registered on ("all" is every one).
 func SenderNetworks() []string { return []string{"safaricom", "airtel", "telkom", "all"} }
+
+// CampaignStatus is where a campaign is: queued (now) or scheduled (later) → sending →
+// completed (something delivered) | failed (nothing delivered); cancelled from any but the last.
+type CampaignStatus string
+
+const (
+	CampaignQueued    CampaignStatus = "queued"
+	CampaignScheduled CampaignStatus = "scheduled"
+	CampaignSending   CampaignStatus = "sending"
+	CampaignCompleted CampaignStatus = "completed"
+	CampaignFailed    CampaignStatus = "failed"
+	CampaignCancelled CampaignStatus = "cancelled"
+)
+
+// CampaignStatuses are every campaign status.
+func CampaignStatuses() []CampaignStatus {
+	return []CampaignStatus{CampaignQueued, CampaignScheduled, CampaignSending, CampaignCompleted, CampaignFailed, CampaignCancelled}
+}
+
+// Sources are where a job came from: the API, the dashboard, or a campaign.
+func Sources() []string { return []string{"api", "browser", "campaign"} }

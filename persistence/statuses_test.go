@@ -73,6 +73,8 @@ func TestStatusesMatchTheSchema(t *testing.T) {
 		{"sender_ids", "status", sorted(persistence.SenderStatuses())},
 		{"sender_ids", "network", sorted(persistence.SenderNetworks())},
 		{"sender_documents", "kind", sorted(persistence.DocumentKinds())},
+		{"campaigns", "status", sorted(persistence.CampaignStatuses())},
+		{"jobs", "source", sorted(persistence.Sources())},
 	} {
 		if got := checkValues(t, conn, c.table, c.column); !slices.Equal(got, c.values) {
 			t.Errorf("%s.%s: the schema allows %v, the Go constants %v", c.table, c.column, got, c.values)

@@ -92,6 +92,11 @@ func crashDrill(ctx context.Context, r *runner, rec *recorder) error {
 		return fmt.Errorf("read the node's log: %w", perr)
 	}
 	err = r.checkInvariants(ctx, n, rec, &keyCheck{outcomes: outcomes, lease: crashRequestTimeout + 5*time.Second, pending: pending}, defaultSettling())
+	// A campaign on a node of its own (sends there answer within TUMA_REQUEST_TIMEOUT's default):
+	// killed while it dispatches, every contact exactly once.
+	if cerr := campaignCrash(ctx, r, rec); cerr != nil && err == nil {
+		err = cerr
+	}
 	// The last process's resends count too, once it has settled.
 	if m, serr := n.c.scrape(ctx); serr == nil {
 		resent += m.sum(mResent)

@@ -236,7 +236,7 @@ func (s *secState) resources(ctx context.Context, t *secTenant) error {
 		return fmt.Errorf("top-up of %s: %s", t.email, clip(r.body, 200))
 	}
 	t.res["access_code"], t.res["reference"] = co.AccessCode, co.Reference
-	// A sender ID application, a contact group and a contact.
+	// A sender ID application, a contact group, a contact and a campaign.
 	made := func(what, path string, body any, field string) error {
 		r := c.do(ctx, "POST", path, body, t.apiKey()...)
 		var out map[string]any
@@ -252,7 +252,12 @@ func (s *secState) resources(ctx context.Context, t *secTenant) error {
 	if err := made("group", "/contacts/groups", map[string]any{"name": "Drill"}, "group"); err != nil {
 		return err
 	}
-	return made("contact", "/contacts", map[string]any{"phone": fmt.Sprintf("0799%06d", s.gen.seq()%1_000_000), "group_id": t.res["group"]}, "contact")
+	if err := made("contact", "/contacts", map[string]any{"phone": fmt.Sprintf("0799%06d", s.gen.seq()%1_000_000), "group_id": t.res["group"]}, "contact"); err != nil {
+		return err
+	}
+	// A campaign to that group, scheduled an hour ahead: it stays until the drill cancels it.
+	return made("campaign", "/campaigns", map[string]any{"name": "Drill", "message": "Drill {first_name}", "group_id": t.res["group"],
+		"scheduled_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, "campaign")
 }
 
 // opAt is the document's operation of a method and path template (nil if it has none).
@@ -279,6 +284,8 @@ func (s *secState) pathValue(op *operation, param string, t *secTenant) string {
 		return t.id
 	case param == "id" && (strings.HasPrefix(op.path, "/senders/") || strings.HasPrefix(op.path, "/admin/senders/")):
 		return t.res["sender"]
+	case param == "id" && strings.HasPrefix(op.path, "/campaigns/"):
+		return t.res["campaign"]
 	case param == "id" && strings.HasPrefix(op.path, "/contacts/groups/"):
 		return t.res["group"]
 	case param == "id" && strings.HasPrefix(op.path, "/contacts/"):

@@ -104,6 +104,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		_, err = bench.RunContacts(ctx, cfg, stdout)
 		return err
 	}
+	if len(args) > 0 && args[0] == "campaign" {
+		cfg, err := bench.ParseCampaignArgs(args[1:], lookup, stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		_, err = bench.RunCampaign(ctx, cfg, stdout)
+		return err
+	}
 	if len(args) > 0 && args[0] == "compare" {
 		opts, err := bench.ParseCompareArgs(args[1:], stderr)
 		if errors.Is(err, flag.ErrHelp) {

@@ -29,6 +29,7 @@ var problemTypes = []ProblemType{
 	{"invalid_token", http.StatusBadRequest, "A password-reset token is unknown, used or expired."},
 	{"invalid_code", http.StatusBadRequest, "The verification code is wrong (attempts_remaining says how many tries are left), or none was requested."},
 	{"code_expired", http.StatusBadRequest, "The verification code has expired: request a new one."},
+	{"group_empty", http.StatusBadRequest, "A campaign's group has no active contacts on a Kenyan network: nothing to send, nothing charged."},
 	{"unauthenticated", http.StatusUnauthorized, "No valid API key or bearer token (or admin token on the admin API)."},
 	{"invalid_credentials", http.StatusUnauthorized, "Login: the email or the password is wrong."},
 	{"invalid_refresh_token", http.StatusUnauthorized, "The refresh token is unknown or expired."},

@@ -52,6 +52,14 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/contacts/groups", authed, s.listGroups)
 	s.handle("POST", "/contacts/groups", authed, s.createGroup)
 	s.handle("DELETE", "/contacts/groups/{id}", authed, s.deleteGroup)
+	s.handle("GET", "/campaigns", authed, s.listCampaigns)
+	s.handle("POST", "/campaigns", authed, s.createCampaign)
+	s.handle("GET", "/campaigns/{id}", authed, s.getCampaign)
+	s.handle("GET", "/campaigns/{id}/report", authed, s.campaignReport)
+	s.handle("POST", "/campaigns/{id}/cancel", authed, s.cancelCampaign)
+	s.handle("GET", "/reports/spend-trend", authed, s.spendTrend)
+	s.handle("GET", "/reports/campaign-performance", authed, s.campaignPerformance)
+	s.handle("GET", "/reports/group-performance", authed, s.groupPerformance)
 
 	// Wallet and pricing.
 	s.handle("GET", "/wallet", authed, s.wallet)

@@ -106,6 +106,8 @@ type Dispatcher interface {
 	WalletChanged(w persistence.WalletSnapshot)
 	LiveStatus(ctx context.Context, network carriers.Network, providerID string) (actors.CarrierStatus, error)
 	Sync(ctx context.Context, network carriers.Network, providerID string, st actors.CarrierStatus) error
+	CreateCampaign(ctx context.Context, req actors.CampaignRequest) (actors.SendResult, error)
+	CancelCampaign(ctx context.Context, accountID, campaignID uuid.UUID) error
 }
 
 // Queries reads the store directly (reads do not go through actors).
@@ -166,6 +168,8 @@ type Deps struct {
 	Senders   Senders   // sender ID applications
 	Documents Documents // where their files are kept
 	Contacts  Contacts  // address books
+	Campaigns Campaigns // campaigns to groups
+	Reports   Reports   // spend and campaign results
 }
 
 // Server is the HTTP front door. Its collaborators are named here one by one (set from Deps
@@ -212,8 +216,10 @@ type Server struct {
 	Senders   Senders
 	Documents Documents
 
-	// Contacts.
-	Contacts Contacts
+	// Contacts and campaigns.
+	Contacts  Contacts
+	Campaigns Campaigns
+	Reports   Reports
 
 	// Payments.
 	Provider       PaymentProvider
@@ -274,7 +280,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 		PaymentStore:   deps.PaymentStore,
 		WebhookSchemes: deps.WebhookSchemes,
 		Sandbox:        deps.Sandbox,
-		Senders:        deps.Senders, Documents: deps.Documents, Contacts: deps.Contacts}
+		Senders:        deps.Senders, Documents: deps.Documents, Contacts: deps.Contacts, Campaigns: deps.Campaigns, Reports: deps.Reports}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	s.router.NotFound = s.wrap("", "unmatched", public, func(context.Context, *fasthttp.RequestCtx) error {

@@ -133,6 +133,8 @@ func (a *App) boot(ctx context.Context) (err error) {
 		Senders:        a.store,
 		Documents:      docs,
 		Contacts:       a.store,
+		Campaigns:      a.store,
+		Reports:        a.store,
 		Checks: []api.Check{
 			{Name: "postgres", Critical: true, Probe: a.store.Ping},
 			{Name: "redis", Critical: false, Probe: a.redis.Ping},

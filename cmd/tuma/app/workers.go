@@ -17,7 +17,11 @@ const (
 	workerReconciler = "reconciler"    // asks the payment provider about unconfirmed checkouts
 	workerHooks      = "sandbox-hooks" // the sandbox provider's webhooks
 	workerProbes     = "probes"        // dependency probes behind tuma_dependency_up
+	workerScheduler  = "scheduler"     // starts scheduled campaigns when they are due
 )
+
+// schedulerBatch is how many due campaigns one scheduler round starts.
+const schedulerBatch = 100
 
 // waker wakes one worker: what a handler calls after queueing work for it.
 type waker struct {
@@ -39,6 +43,13 @@ func (a *App) startWorkers() error {
 			return a.confirm.Reconcile(ctx, reconcile)
 		}},
 		{Name: workerProbes, Every: 5 * time.Second, Timeout: 10 * time.Second, Round: a.http.ProbeDependencies, AtStart: true},
+		// Scheduled campaigns start within a second of their time; one due while the node was
+		// down starts as soon as it is back.
+		{Name: workerScheduler, Every: time.Second, AtStart: true, Round: func(ctx context.Context) (bool, error) {
+			due, err := a.store.StartDueCampaigns(ctx, a.now(), schedulerBatch)
+			a.engine.StartScheduled(due)
+			return len(due) == schedulerBatch, err
+		}},
 	}
 	if a.hooks != nil {
 		hooks := actors.Outbox[persistence.SandboxTx]{Claim: a.hooks.Claim, Deliver: a.hooks.Deliver,

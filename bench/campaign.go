@@ -1,0 +1,216 @@
+// tuma bench campaign: a campaign to an imported group, over HTTP, from this process: how long
+// its creation takes (every contact priced and the cost debited), how fast its messages go
+// out, the node's memory meanwhile, and the reports' latency.
+
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// CampaignConfig is one run of `tuma bench campaign`.
+type CampaignConfig struct {
+	URL, AdminToken string
+	Contacts        int // the group's size
+	Reads           int // of each report
+}
+
+// CampaignUsage is the help of `tuma bench campaign`.
+const CampaignUsage = `usage: tuma bench campaign [flags]
+
+Against a running node (its sign-up budget off: TUMA_SIGNUP_LIMIT_PER_IP=0; for the dispatch
+figure, simulated networks without caps): registers and funds an account, imports CONTACTS
+generated contacts into a group, creates a campaign to it with a merge tag, waits until every
+message has a final status, then reads each report READS times, printing each figure next to
+its target.
+
+flags:`
+
+// ParseCampaignArgs reads the flags of `tuma bench campaign`.
+func ParseCampaignArgs(args []string, lookup func(string) (string, bool), stderr io.Writer) (CampaignConfig, error) {
+	c := CampaignConfig{URL: defaultURL, AdminToken: devAdminToken, Contacts: 100_000, Reads: 200}
+	if v, ok := lookup("TUMA_ADMIN_TOKEN"); ok && v != "" {
+		c.AdminToken = v
+	}
+	fs := flag.NewFlagSet("bench campaign", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, CampaignUsage); fs.PrintDefaults() }
+	fs.StringVar(&c.URL, "url", c.URL, "the node's base URL")
+	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "the node's admin token (to fund the account)")
+	fs.IntVar(&c.Contacts, "contacts", c.Contacts, "contacts in the campaign's group")
+	fs.IntVar(&c.Reads, "reads", c.Reads, "reads of each report")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.Contacts < 1 || c.Contacts > 1_000_000 || c.Reads < 1 {
+		return c, fmt.Errorf("--contacts must be 1..1,000,000 and --reads positive")
+	}
+	return c, nil
+}
+
+// CampaignResult are a run's figures.
+type CampaignResult struct {
+	Contacts        int     `json:"contacts"`
+	CreateSeconds   float64 `json:"create_seconds"`
+	DispatchPerS    float64 `json:"dispatch_messages_per_second"`
+	FinalSeconds    float64 `json:"all_final_seconds"`
+	RSSGrowthMB     float64 `json:"rss_growth_mb"`
+	SpendTrendP99MS float64 `json:"spend_trend_p99_ms"`
+	CampaignsP99MS  float64 `json:"campaign_performance_p99_ms"`
+	GroupsP99MS     float64 `json:"group_performance_p99_ms"`
+}
+
+// RunCampaign runs the campaign benchmark and prints its table.
+func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (CampaignResult, error) {
+	hc := &http.Client{Timeout: 30 * time.Minute}
+	res := CampaignResult{Contacts: cfg.Contacts}
+	key, id, err := register(ctx, hc, cfg.URL, "campaign")
+	if err != nil {
+		return res, err
+	}
+	// KES 1 a contact covers its part at any tier (at most 0.50).
+	if _, err := jsonCall(ctx, hc, "POST", cfg.URL+"/admin/accounts/"+id+"/credit", "Bearer "+cfg.AdminToken, "",
+		map[string]any{"amount_kes": max(50, cfg.Contacts)}, 200); err != nil {
+		return res, err
+	}
+	var group struct{ ID string }
+	b, err := jsonCall(ctx, hc, "POST", cfg.URL+"/contacts/groups", "", key, map[string]string{"name": "Bench"}, 201)
+	if err != nil || json.Unmarshal(b, &group) != nil {
+		return res, fmt.Errorf("create group: %v %s", err, b)
+	}
+	if err := importContacts(ctx, hc, cfg.URL, key, cfg.Contacts, group.ID); err != nil {
+		return res, err
+	}
+
+	// The campaign: created (priced contact by contact and debited), then dispatched.
+	before, err := scrapeMetric(ctx, hc, cfg.URL, "tuma_messages_submitted_total")
+	if err != nil {
+		return res, err
+	}
+	rssBefore, err := scrapeRSS(ctx, hc, cfg.URL)
+	if err != nil {
+		return res, err
+	}
+	peak := rssBefore
+	start := time.Now()
+	b, err = jsonCall(ctx, hc, "POST", cfg.URL+"/campaigns", "", key, map[string]string{"name": "Bench",
+		"message": "Habari {first_name}, your November offer is here: 20% off until Friday.", "group_id": group.ID}, 201)
+	res.CreateSeconds = time.Since(start).Seconds()
+	var camp struct {
+		ID              string `json:"id"`
+		TotalRecipients int    `json:"total_recipients"`
+	}
+	if err != nil || json.Unmarshal(b, &camp) != nil || camp.TotalRecipients != cfg.Contacts {
+		return res, fmt.Errorf("create campaign: %v %s", err, b)
+	}
+	var submittedAt time.Time
+	var mu sync.Mutex
+	for submittedAt.IsZero() || !res.finalAt(ctx, hc, cfg.URL, key, camp.ID) {
+		if time.Since(start) > 30*time.Minute {
+			return res, fmt.Errorf("campaign %s not final after 30 minutes", camp.ID)
+		}
+		if submittedAt.IsZero() {
+			if v, err := scrapeMetric(ctx, hc, cfg.URL, "tuma_messages_submitted_total"); err == nil && v-before >= float64(cfg.Contacts) {
+				submittedAt = time.Now()
+			}
+		}
+		if v, err := scrapeRSS(ctx, hc, cfg.URL); err == nil {
+			mu.Lock()
+			peak = max(peak, v)
+			mu.Unlock()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res.FinalSeconds = time.Since(start).Seconds()
+	res.DispatchPerS = float64(cfg.Contacts) / submittedAt.Sub(start).Seconds()
+	res.RSSGrowthMB = (peak - rssBefore) / (1 << 20)
+
+	// The reports, read one after another.
+	for _, r := range []struct {
+		path string
+		dst  *float64
+	}{{"/reports/spend-trend?period=90", &res.SpendTrendP99MS}, {"/reports/campaign-performance", &res.CampaignsP99MS},
+		{"/reports/group-performance", &res.GroupsP99MS}} {
+		var lat []time.Duration
+		for range cfg.Reads {
+			t0 := time.Now()
+			if _, err := get(ctx, hc, cfg.URL+r.path, key); err != nil {
+				return res, err
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		*r.dst = ms(quantile(lat, 99))
+	}
+
+	fmt.Fprintf(stdout, "\ntuma bench campaign · %s · %d contacts\n\n", cfg.URL, cfg.Contacts)
+	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "FIGURE", "RESULT", "TARGET")
+	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "campaign created (priced, debited)", fmt.Sprintf("%.2f s", res.CreateSeconds), "≤ 1 s")
+	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "dispatch, creation to last submit", fmt.Sprintf("%.0f msg/s", res.DispatchPerS), "≥ 20,000 msg/s")
+	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "every message final", fmt.Sprintf("%.1f s", res.FinalSeconds), "—")
+	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "server RSS growth", fmt.Sprintf("%.0f MB", res.RSSGrowthMB), "bounded")
+	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "spend trend (90 days)", fmt.Sprintf("p99 %.1f ms", res.SpendTrendP99MS), "p99 ≤ 50 ms")
+	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "campaign performance", fmt.Sprintf("p99 %.1f ms", res.CampaignsP99MS), "p99 ≤ 50 ms")
+	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "group performance", fmt.Sprintf("p99 %.1f ms", res.GroupsP99MS), "p99 ≤ 50 ms")
+	return res, nil
+}
+
+// finalAt reports whether the campaign reached a final status.
+func (res *CampaignResult) finalAt(ctx context.Context, hc *http.Client, base, key, id string) bool {
+	b, err := get(ctx, hc, base+"/campaigns/"+id, key)
+	var c struct{ Status string }
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		return false
+	}
+	return c.Status == "completed" || c.Status == "failed"
+}
+
+// jsonCall sends a JSON request (with a bearer authorization or an API key) and wants status.
+func jsonCall(ctx context.Context, hc *http.Client, method, u, authorization, key string, body any, want int) ([]byte, error) {
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	if key != "" {
+		req.Header.Set("X-API-Key", key)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		return b, fmt.Errorf("%s %s: %d %.300s", method, u, resp.StatusCode, b)
+	}
+	return b, nil
+}
+
+// scrapeMetric sums a metric's samples on the node's /metrics.
+func scrapeMetric(ctx context.Context, hc *http.Client, base, name string) (float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	s, err := parseProm(b, map[string]bool{name: true})
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, x := range s {
+		sum += x.value
+	}
+	return sum, nil
+}

@@ -1,0 +1,136 @@
+// Cancelling campaigns: the campaign stops, and what was not sent is failed and refunded
+// exactly once, through the same transitions as any failed message.
+
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tuma-sms/tuma/carriers"
+)
+
+// CampaignStateError is a cancel the campaign's status does not allow (it is final). It is
+// ErrInvalidState.
+type CampaignStateError struct{ Status CampaignStatus }
+
+func (e *CampaignStateError) Error() string {
+	return fmt.Sprintf("cannot cancel a campaign that is %s", e.Status)
+}
+
+func (e *CampaignStateError) Is(target error) bool { return target == ErrInvalidState }
+
+// CancelCampaign marks one of an account's campaigns cancelled and returns its job. Only a
+// queued, scheduled or sending campaign can be; another is a CampaignStateError, another
+// account's ErrNotFound.
+func (s *Store) CancelCampaign(ctx context.Context, accountID, id uuid.UUID, now time.Time) (uuid.UUID, error) {
+	var job uuid.UUID
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var status CampaignStatus
+		err := tx.QueryRow(ctx, `SELECT job_id, status FROM campaigns WHERE id = $1 AND account_id = $2 FOR UPDATE`, id, accountID).
+			Scan(&job, &status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		switch status {
+		case CampaignQueued, CampaignScheduled, CampaignSending:
+		default:
+			return &CampaignStateError{Status: status}
+		}
+		_, err = tx.Exec(ctx, `UPDATE campaigns SET status = 'cancelled', completed_at = $2 WHERE id = $1`, id, now)
+		return err
+	})
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("cancel campaign: %w", err)
+	}
+	return job, nil
+}
+
+// cancelledProviderStatus marks messages a cancel stopped.
+const cancelledProviderStatus = "CANCELLED"
+
+// CancelRemainder fails and refunds what of a job was never handed to a network: the whole
+// of a job not yet expanded (a scheduled or waiting campaign), else its queued messages. The
+// caller makes sure no link holds any of them. Messages already failed or refunded are not
+// again: transitions apply only from queued.
+func (s *Store) CancelRemainder(ctx context.Context, jobID uuid.UUID) ([]WalletSnapshot, error) {
+	snaps, done, err := s.cancelUnexpanded(ctx, jobID)
+	if err != nil || done {
+		return snaps, err
+	}
+	for {
+		rows, err := s.pool.Query(ctx, `SELECT m.account_id, m.id FROM jobs j JOIN `+jobMessages+`
+			WHERE j.id = $1 AND m.status = 'queued' ORDER BY m.id LIMIT 5000`, jobID)
+		if err != nil {
+			return snaps, fmt.Errorf("cancel remainder: %w", err)
+		}
+		var fails []Failure
+		now := time.Now()
+		for rows.Next() {
+			f := Failure{ProviderStatus: cancelledProviderStatus, Error: "the campaign was cancelled before this message went", At: now}
+			if err := rows.Scan(&f.AccountID, &f.MessageID); err != nil {
+				rows.Close()
+				return snaps, fmt.Errorf("cancel remainder: %w", err)
+			}
+			fails = append(fails, f)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return snaps, fmt.Errorf("cancel remainder: %w", err)
+		}
+		if len(fails) == 0 {
+			return snaps, nil
+		}
+		res, err := s.FlushReceipts(ctx, ReceiptBatch{Failed: fails})
+		if err != nil {
+			return snaps, err
+		}
+		snaps = append(snaps, res.Refunds...)
+	}
+}
+
+// cancelUnexpanded refunds the whole of a job whose messages were never written, clearing its
+// pending list so it never will be; done is false when the job was expanded already.
+func (s *Store) cancelUnexpanded(ctx context.Context, jobID uuid.UUID) (snaps []WalletSnapshot, done bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		snaps, done = nil, false
+		var (
+			p       JobProgress
+			pending bool
+			counts  []int32
+		)
+		err := tx.QueryRow(ctx, `SELECT account_id, recipients_count, cost_cents, sms_units, pending_recipients IS NOT NULL, network_counts
+			FROM jobs WHERE id = $1 FOR UPDATE`, jobID).Scan(&p.AccountID, &p.Failed, &p.RefundedCents, &p.RefundedUnits, &pending, &counts)
+		if err != nil {
+			return fmt.Errorf("lock job: %w", err)
+		}
+		if !pending {
+			return nil
+		}
+		done, p.JobID = true, jobID
+		for i, n := range carriers.Networks() {
+			if i < len(counts) {
+				p.Finished[n] = int(counts[i])
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET pending_recipients = NULL WHERE id = $1`, jobID); err != nil {
+			return err
+		}
+		if snaps, err = applyRefunds(ctx, tx, []JobProgress{p}, s.faults.SkipRefunds); err != nil {
+			return err
+		}
+		return logProgress(ctx, tx, []JobProgress{p})
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("cancel job %s: %w", jobID, err)
+	}
+	return snaps, done, nil
+}

@@ -1,0 +1,118 @@
+// Reports: spend by day, and how campaigns and the groups they went to performed.
+
+package api
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// Reports is what the report endpoints read from the store.
+type Reports interface {
+	SpendTrend(ctx context.Context, accountID uuid.UUID, now time.Time, days int) ([]persistence.SpendDay, error)
+	Campaigns(ctx context.Context, accountID uuid.UUID) ([]persistence.Campaign, error)
+	GroupResults(ctx context.Context, accountID uuid.UUID) ([]persistence.GroupResult, error)
+}
+
+type spendDayJSON struct {
+	Date       string  `json:"date"`
+	Label      string  `json:"label"`
+	SpendKES   kes     `json:"spend_kes"`
+	SMSCount   int64   `json:"sms_count"`
+	CostPerSMS float64 `json:"cost_per_sms"`
+}
+
+// perUnit is cents ÷ n in KES, to the cent (0 when n is 0): a ratio for display, never money
+// that moves.
+func perUnit(cents, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return math.Round(float64(cents)/float64(n)) / 100
+}
+
+func (s *Server) spendTrend(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	q := newQuery(rc)
+	period := 7
+	if raw := q.raw("period"); raw != "" {
+		switch raw {
+		case "7", "30", "90":
+			period = map[string]int{"7": 7, "30": 30, "90": 90}[raw]
+		default:
+			return invalid(FieldError{Field: "period", Message: "must be 7, 30 or 90 (days)"})
+		}
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	days, err := s.Reports.SpendTrend(ctx, principal(rc).AccountID, s.Now(), period)
+	if err != nil {
+		return err
+	}
+	out := make([]spendDayJSON, len(days))
+	for i, d := range days {
+		out[i] = spendDayJSON{Date: d.Day.Format(time.DateOnly), Label: d.Day.Format("Jan 2"), SpendKES: kes(d.SpendCents),
+			SMSCount: d.SMS, CostPerSMS: perUnit(d.SpendCents, d.SMS)}
+	}
+	return writeJSON(rc, http.StatusOK, out)
+}
+
+type campaignPerformanceJSON struct {
+	ID               uuid.UUID `json:"id"`
+	Name             string    `json:"name"`
+	Status           string    `json:"status"`
+	GroupName        string    `json:"group_name"`
+	TotalRecipients  int       `json:"total_recipients"`
+	TotalDelivered   int       `json:"total_delivered"`
+	TotalFailed      int       `json:"total_failed"`
+	CostKES          kes       `json:"cost_kes"`
+	DeliveryRate     float64   `json:"delivery_rate"`
+	CostPerDelivered float64   `json:"cost_per_delivered"`
+	CreatedAt        timestamp `json:"created_at"`
+}
+
+func (s *Server) campaignPerformance(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	list, err := s.Reports.Campaigns(ctx, principal(rc).AccountID)
+	if err != nil {
+		return err
+	}
+	out := make([]campaignPerformanceJSON, len(list))
+	for i, c := range list {
+		out[i] = campaignPerformanceJSON{ID: c.ID, Name: c.Name, Status: string(c.Status), GroupName: c.GroupName,
+			TotalRecipients: c.TotalRecipients, TotalDelivered: c.Delivered, TotalFailed: c.Failed, CostKES: kes(c.CostCents),
+			DeliveryRate:     deliveryRate(c.Delivered, c.TotalRecipients),
+			CostPerDelivered: perUnit(c.CostCents-c.RefundedCents, int64(c.Delivered)), CreatedAt: timestamp(c.CreatedAt)}
+	}
+	return writeJSON(rc, http.StatusOK, out)
+}
+
+type groupPerformanceJSON struct {
+	ID              uuid.UUID `json:"id"`
+	Name            string    `json:"name"`
+	CampaignCount   int       `json:"campaign_count"`
+	TotalRecipients int64     `json:"total_recipients"`
+	TotalDelivered  int64     `json:"total_delivered"`
+	TotalFailed     int64     `json:"total_failed"`
+	TotalSpend      kes       `json:"total_spend"`
+	AvgDeliveryRate float64   `json:"avg_delivery_rate"`
+}
+
+func (s *Server) groupPerformance(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	list, err := s.Reports.GroupResults(ctx, principal(rc).AccountID)
+	if err != nil {
+		return err
+	}
+	out := make([]groupPerformanceJSON, len(list))
+	for i, g := range list {
+		out[i] = groupPerformanceJSON{ID: g.GroupID, Name: g.Name, CampaignCount: g.Campaigns, TotalRecipients: g.Recipients,
+			TotalDelivered: g.Delivered, TotalFailed: g.Failed, TotalSpend: kes(g.SpendCents), AvgDeliveryRate: g.AvgDeliveryRate}
+	}
+	return writeJSON(rc, http.StatusOK, out)
+}
