@@ -172,6 +172,9 @@ func (j *jobActor) pump(ctx actor.Context) {
 		return
 	}
 	window := j.e.opts.JobWindow
+	if st.job.CampaignID != nil {
+		window = j.e.opts.CampaignWindow
+	}
 	queued := 0
 	for n := 1; n < 4; n++ {
 		queued += len(st.queues[n])

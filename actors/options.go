@@ -22,6 +22,7 @@ type Options struct {
 	SharedSender      string // sender name of the shared sender ID
 	InlineLimit       int    // jobs up to this many recipients write message rows at accept (200)
 	JobWindow         int    // messages outstanding per job and network (256)
+	CampaignWindow    int    // the same for a campaign's job (1024): one job standing for many sends
 	MaxDispatchingJob int    // jobs of one tenant dispatching at once (8); see jobHandedOff
 	// HandOffBudget bounds the messages of jobs that gave their dispatch slot back while links
 	// still hold them (jobHandedOff), across the engine (100,000; negative: never give it back).
@@ -68,6 +69,7 @@ func (o *Options) setDefaults() {
 	}
 	def(&o.InlineLimit, 200)
 	def(&o.JobWindow, 256)
+	def(&o.CampaignWindow, 1024)
 	def(&o.MaxDispatchingJob, 8)
 	if o.HandOffBudget == 0 {
 		o.HandOffBudget = 100_000

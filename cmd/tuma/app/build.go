@@ -214,6 +214,7 @@ func (a *App) startEngine(ctx context.Context) error {
 		Faults:          cfg.Faults.engine(),
 		LowBalanceCents: cfg.LowBalanceCents,
 		HandOffBudget:   handOffBudget(cfg.HandOffMessages),
+		CampaignWindow:  cfg.CampaignWindow,
 		Links:           links,
 	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: cs})
 	if err != nil {

@@ -44,6 +44,7 @@ type Config struct {
 	PaystackBaseURL  string
 	SharedSenderID   string
 	HandOffMessages  int
+	CampaignWindow   int
 	SenderFees       SenderFees
 	DataDir          string
 	Carriers         string
