@@ -373,3 +373,40 @@ func TestCampaignSharesTheLinksWithSends(t *testing.T) {
 	}
 	n.campaignDone(a, id)
 }
+
+// A campaign names an approved sender of its own, else the account's default, else the shared
+// sender with the company prefix, which it pays for in every contact's parts.
+func TestCampaignSenders(t *testing.T) {
+	n := startNode(t, fastSims)
+	a := n.register("senders@example.com")
+	n.credit(a, "100")
+	g := n.group(a, "One")
+	n.contact(a, g, "0712000001", "Jo", "")
+	// No sender of its own: the shared sender, with the company's prefix counted in the parts.
+	text := strings.Repeat("y", 155) // alone one part; after "Acme Ltd: " (10 more) two
+	r := n.do("POST", "/campaigns", map[string]any{"name": "Shared", "message": text, "group_id": g}, key(a)...)
+	if r.Status != 201 || r.json(t)["cost_kes"] != 1.0 {
+		t.Fatalf("campaign on the shared sender = %d %s; want KES 1.00 (two parts with the prefix)", r.Status, r.Body)
+	}
+	shared := n.campaignDone(a, r.json(t)["id"].(string))
+	msgs := n.do("GET", "/sms/messages?campaign_id="+shared["id"].(string), nil, key(a)...).json(t)["data"].([]any)
+	if len(msgs) != 1 || !strings.HasSuffix(msgs[0].(map[string]any)["message"].(string), ": "+text) {
+		t.Fatalf("shared-sender message = %v; want the company prefix before the text", msgs)
+	}
+	// An approved sender of its own, named by id: no prefix, one part.
+	n.sql(`INSERT INTO sender_ids (id, account_id, name, network, status, is_active, fee_paid)
+		VALUES (tuma_uuidv7(), $1, 'OWNSEND', 'all', 'approved', true, true)`, a.ID)
+	sid := n.sqlString(`SELECT id::text FROM sender_ids WHERE account_id = $1 AND name = 'OWNSEND'`, a.ID)
+	r = n.do("POST", "/campaigns", map[string]any{"name": "Own", "message": text, "group_id": g, "sender_id": sid}, key(a)...)
+	if r.Status != 201 || r.json(t)["cost_kes"] != 0.5 || r.json(t)["sender_id"] != sid {
+		t.Fatalf("campaign on its own sender = %d %s; want KES 0.50 and sender_id %s", r.Status, r.Body, sid)
+	}
+	own := n.campaignDone(a, r.json(t)["id"].(string))
+	msgs = n.do("GET", "/sms/messages?campaign_id="+own["id"].(string), nil, key(a)...).json(t)["data"].([]any)
+	if len(msgs) != 1 || msgs[0].(map[string]any)["sender_id"] != "OWNSEND" || msgs[0].(map[string]any)["message"] != text {
+		t.Fatalf("own-sender message = %v", msgs)
+	}
+	// Another account's sender, or none approved: 422 sender_not_approved, nothing charged.
+	n.do("POST", "/campaigns", map[string]any{"name": "x", "message": "hi", "group_id": g, "sender_id": "NOSUCH"}, key(a)...).
+		problem(t, 422, "sender_not_approved")
+}
