@@ -48,6 +48,10 @@ func (s *Store) CancelCampaign(ctx context.Context, accountID, id uuid.UUID, now
 		_, err = tx.Exec(ctx, `UPDATE campaigns SET status = 'cancelled', completed_at = $2 WHERE id = $1`, id, now)
 		return err
 	})
+	var state *CampaignStateError
+	if errors.As(err, &state) || errors.Is(err, ErrNotFound) {
+		return uuid.Nil, err // a refusal, said as it is
+	}
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("cancel campaign: %w", err)
 	}

@@ -280,7 +280,9 @@ func TestCampaignCancel(t *testing.T) {
 	if b := n.balance(a); b != 1000 {
 		t.Errorf("balance %v after cancelling a scheduled campaign; want 1000.00, all of it back", b)
 	}
-	n.do("POST", "/campaigns/"+later+"/cancel", nil, key(a)...).problem(t, 409, "invalid_state")
+	if p := n.do("POST", "/campaigns/"+later+"/cancel", nil, key(a)...).problem(t, 409, "invalid_state"); p["detail"] != "cannot cancel a campaign that is cancelled" {
+		t.Errorf("detail %q", p["detail"])
+	}
 	if got := n.sqlInt(`SELECT count(*) FROM messages WHERE campaign_id = $1`, later); got != 0 {
 		t.Errorf("%d messages of a campaign cancelled before its time", got)
 	}
