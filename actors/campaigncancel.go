@@ -76,10 +76,7 @@ func (t *tenantActor) cancelMarked(ctx actor.Context, msg *cancelMarked) {
 	for i, js := range t.waiting {
 		if js.id == msg.job {
 			t.waiting = append(t.waiting[:i], t.waiting[i+1:]...)
-			t.e.m.jobsWaiting.Dec()
-			if js.inline != nil {
-				t.inlineWaiting--
-			}
+			t.leftQueue(js)
 			break
 		}
 	}

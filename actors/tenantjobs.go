@@ -106,10 +106,7 @@ func (t *tenantActor) startJobs(ctx actor.Context) {
 		js := t.waiting[0]
 		t.waiting[0] = jobStart{}
 		t.waiting = t.waiting[1:]
-		t.e.m.jobsWaiting.Dec()
-		if js.inline != nil {
-			t.inlineWaiting--
-		}
+		t.leftQueue(js)
 		st := &jobState{start: js, tenant: ctx.Self(), cancelled: t.cancelled[js.id]}
 		pid, err := ctx.SpawnNamed(t.e.props(func() actor.Actor { return &jobActor{e: t.e, st: st} }), "job-"+js.id.String())
 		if err != nil {
@@ -121,6 +118,14 @@ func (t *tenantActor) startJobs(ctx actor.Context) {
 	}
 	if len(t.waiting) == 0 && len(t.dispatching) < t.e.opts.MaxDispatchingJob {
 		t.readOpenJobs(ctx)
+	}
+}
+
+// leftQueue accounts for a job taken out of the waiting queue.
+func (t *tenantActor) leftQueue(js jobStart) {
+	t.e.m.jobsWaiting.Dec()
+	if js.inline != nil {
+		t.inlineWaiting--
 	}
 }
 

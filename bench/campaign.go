@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -112,8 +111,7 @@ func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (Cam
 		return res, fmt.Errorf("create campaign: %v %s", err, b)
 	}
 	var submittedAt time.Time
-	var mu sync.Mutex
-	for submittedAt.IsZero() || !res.finalAt(ctx, hc, cfg.URL, key, camp.ID) {
+	for submittedAt.IsZero() || !campaignFinal(ctx, hc, cfg.URL, key, camp.ID) {
 		if time.Since(start) > 30*time.Minute {
 			return res, fmt.Errorf("campaign %s not final after 30 minutes", camp.ID)
 		}
@@ -123,9 +121,7 @@ func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (Cam
 			}
 		}
 		if v, err := scrapeRSS(ctx, hc, cfg.URL); err == nil {
-			mu.Lock()
 			peak = max(peak, v)
-			mu.Unlock()
 		}
 		time.Sleep(200 * time.Millisecond) // each poll scrapes /metrics: the node's CPU, not the bench's to take
 	}
@@ -162,8 +158,8 @@ func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (Cam
 	return res, nil
 }
 
-// finalAt reports whether the campaign reached a final status.
-func (res *CampaignResult) finalAt(ctx context.Context, hc *http.Client, base, key, id string) bool {
+// campaignFinal reports whether the campaign reached a final status.
+func campaignFinal(ctx context.Context, hc *http.Client, base, key, id string) bool {
 	b, err := get(ctx, hc, base+"/campaigns/"+id, key)
 	var c struct{ Status string }
 	if err != nil || json.Unmarshal(b, &c) != nil {
@@ -195,22 +191,12 @@ func jsonCall(ctx context.Context, hc *http.Client, method, u, authorization, ke
 	return b, nil
 }
 
-// scrapeMetric sums a metric's samples on the node's /metrics.
+// scrapeMetric sums a metric's samples on the node's /metrics (0 for a vector not used yet).
 func scrapeMetric(ctx context.Context, hc *http.Client, base, name string) (float64, error) {
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	s, err := parseProm(b, map[string]bool{name: true})
-	if err != nil {
-		return 0, err
-	}
+	s, err := scrapeSamples(ctx, hc, base, name)
 	var sum float64
 	for _, x := range s {
 		sum += x.value
 	}
-	return sum, nil
+	return sum, err
 }

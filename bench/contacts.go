@@ -93,7 +93,7 @@ type ContactsResult struct {
 func RunContacts(ctx context.Context, cfg ContactsConfig, stdout io.Writer) (ContactsResult, error) {
 	hc := &http.Client{Timeout: 30 * time.Minute}
 	res := ContactsResult{Rows: cfg.Rows}
-	key, err := contactsAccount(ctx, hc, cfg)
+	key, _, err := register(ctx, hc, cfg.URL, "contacts")
 	if err != nil {
 		return res, err
 	}
@@ -237,12 +237,6 @@ func importContacts(ctx context.Context, hc *http.Client, base, key string, rows
 	return nil
 }
 
-// contactsAccount registers an account for the run and returns its API key.
-func contactsAccount(ctx context.Context, hc *http.Client, cfg ContactsConfig) (string, error) {
-	key, _, err := register(ctx, hc, cfg.URL, "contacts")
-	return key, err
-}
-
 // register registers an account for a run and returns its API key and id.
 func register(ctx context.Context, hc *http.Client, base, label string) (key, id string, err error) {
 	email := fmt.Sprintf("bench-%s-%d@example.com", label, time.Now().UnixNano())
@@ -282,18 +276,23 @@ func get(ctx context.Context, hc *http.Client, u, key string) ([]byte, error) {
 
 // scrapeRSS reads the node's resident memory from /metrics.
 func scrapeRSS(ctx context.Context, hc *http.Client, base string) (float64, error) {
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	s, err := parseProm(b, map[string]bool{metricRSS: true})
+	s, err := scrapeSamples(ctx, hc, base, metricRSS)
 	if err != nil || len(s) == 0 {
 		return 0, fmt.Errorf("no %s in /metrics: %v", metricRSS, err)
 	}
 	return s[0].value, nil
+}
+
+// scrapeSamples reads one metric's samples from the node's /metrics.
+func scrapeSamples(ctx context.Context, hc *http.Client, base, name string) ([]promSample, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return parseProm(b, map[string]bool{name: true})
 }
 
 func quantile(ds []time.Duration, q float64) time.Duration {

@@ -62,9 +62,7 @@ func scanCampaign(row pgx.Row) (Campaign, error) {
 }
 
 // queueCampaignInserts records the campaigns of accepted jobs.
-func queueCampaignInserts(b interface {
-	Queue(string, ...any) *pgx.QueuedQuery
-}, jobs []NewJob) {
+func queueCampaignInserts(b *pgx.Batch, jobs []NewJob) {
 	for _, j := range jobs {
 		c := j.Campaign
 		if c == nil {
@@ -85,16 +83,11 @@ func (s *Store) Campaigns(ctx context.Context, accountID uuid.UUID) ([]Campaign,
 	if err != nil {
 		return nil, fmt.Errorf("campaigns: %w", err)
 	}
-	defer rows.Close()
-	var out []Campaign
-	for rows.Next() {
-		c, err := scanCampaign(rows)
-		if err != nil {
-			return nil, fmt.Errorf("campaigns: %w", err)
-		}
-		out = append(out, c)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Campaign, error) { return scanCampaign(r) })
+	if err != nil {
+		return nil, fmt.Errorf("campaigns: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Campaign returns one of an account's campaigns; another account's, or none, is ErrNotFound.

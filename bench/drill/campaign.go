@@ -142,7 +142,7 @@ func (cc *crashCampaign) check(ctx context.Context, n *node, rec *recorder) erro
 	return nil
 }
 
-// waitCampaign waits until the campaign's job is expanded (its dispatch under way).
+// waitSending waits until the campaign's job is expanded (its dispatch under way).
 func (cc *crashCampaign) waitSending(ctx context.Context, c *client, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {

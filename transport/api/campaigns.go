@@ -4,7 +4,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -74,11 +73,11 @@ type campaignInput struct {
 
 func (s *Server) parseCampaign(rc *fasthttp.RequestCtx) (campaignInput, error) {
 	var in struct {
-		Name        *string          `json:"name"`
-		Message     *string          `json:"message"`
-		GroupID     *string          `json:"group_id"`
-		SenderID    *string          `json:"sender_id"`
-		ScheduledAt *json.RawMessage `json:"scheduled_at"`
+		Name        *string `json:"name"`
+		Message     *string `json:"message"`
+		GroupID     *string `json:"group_id"`
+		SenderID    *string `json:"sender_id"`
+		ScheduledAt *string `json:"scheduled_at"`
 	}
 	if err := decodeJSON(rc, &in); err != nil {
 		return campaignInput{}, err
@@ -110,11 +109,8 @@ func (s *Server) parseCampaign(rc *fasthttp.RequestCtx) (campaignInput, error) {
 	if in.SenderID != nil {
 		out.senderID = strings.TrimSpace(*in.SenderID)
 	}
-	if in.ScheduledAt != nil && string(*in.ScheduledAt) != "null" {
-		var raw string
-		if err := json.Unmarshal(*in.ScheduledAt, &raw); err != nil {
-			fe.add("scheduled_at", "must be an RFC 3339 date and time, e.g. 2026-12-01T09:00:00Z")
-		} else if at, err := time.Parse(time.RFC3339, raw); err != nil {
+	if in.ScheduledAt != nil {
+		if at, err := time.Parse(time.RFC3339, *in.ScheduledAt); err != nil {
 			fe.add("scheduled_at", "must be an RFC 3339 date and time, e.g. 2026-12-01T09:00:00Z")
 		} else if !at.After(s.Now()) {
 			fe.add("scheduled_at", "must be in the future")
@@ -210,12 +206,17 @@ func (s *Server) listCampaigns(ctx context.Context, rc *fasthttp.RequestCtx) err
 	return writeJSON(rc, http.StatusOK, out)
 }
 
-func (s *Server) getCampaign(ctx context.Context, rc *fasthttp.RequestCtx) error {
+// pathCampaign is the caller's campaign named by the path (another account's is a 404).
+func (s *Server) pathCampaign(ctx context.Context, rc *fasthttp.RequestCtx) (persistence.Campaign, error) {
 	id, err := pathID(rc, "id")
 	if err != nil {
-		return err
+		return persistence.Campaign{}, err
 	}
-	c, err := s.Campaigns.Campaign(ctx, principal(rc).AccountID, id)
+	return s.Campaigns.Campaign(ctx, principal(rc).AccountID, id)
+}
+
+func (s *Server) getCampaign(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	c, err := s.pathCampaign(ctx, rc)
 	if err != nil {
 		return err
 	}
@@ -238,11 +239,7 @@ type campaignReportJSON struct {
 }
 
 func (s *Server) campaignReport(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	id, err := pathID(rc, "id")
-	if err != nil {
-		return err
-	}
-	c, err := s.Campaigns.Campaign(ctx, principal(rc).AccountID, id)
+	c, err := s.pathCampaign(ctx, rc)
 	if err != nil {
 		return err
 	}
@@ -261,11 +258,10 @@ func (s *Server) cancelCampaign(ctx context.Context, rc *fasthttp.RequestCtx) er
 	if err != nil {
 		return err
 	}
-	acct := principal(rc).AccountID
-	if err := s.Engine.CancelCampaign(ctx, acct, id); err != nil {
+	if err := s.Engine.CancelCampaign(ctx, principal(rc).AccountID, id); err != nil {
 		return err
 	}
-	c, err := s.Campaigns.Campaign(ctx, acct, id)
+	c, err := s.pathCampaign(ctx, rc)
 	if err != nil {
 		return err
 	}

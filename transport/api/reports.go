@@ -6,6 +6,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,13 +42,12 @@ func perUnit(cents, n int64) float64 {
 func (s *Server) spendTrend(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	q := newQuery(rc)
 	period := 7
-	if raw := q.raw("period"); raw != "" {
-		switch raw {
-		case "7", "30", "90":
-			period = map[string]int{"7": 7, "30": 30, "90": 90}[raw]
-		default:
-			return invalid(FieldError{Field: "period", Message: "must be 7, 30 or 90 (days)"})
-		}
+	switch raw := q.raw("period"); raw {
+	case "":
+	case "7", "30", "90":
+		period, _ = strconv.Atoi(raw)
+	default:
+		return invalid(FieldError{Field: "period", Message: "must be 7, 30 or 90 (days)"})
 	}
 	if err := q.err(); err != nil {
 		return err
