@@ -77,9 +77,18 @@ func queueCampaignInserts(b *pgx.Batch, jobs []NewJob) {
 }
 
 // Campaigns lists an account's campaigns, newest first.
-func (s *Store) Campaigns(ctx context.Context, accountID uuid.UUID) ([]Campaign, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns c JOIN jobs j ON j.id = c.job_id
-		WHERE c.account_id = $1 ORDER BY c.id DESC`, accountID)
+func (s *Store) Campaigns(ctx context.Context, accountID uuid.UUID, p CampaignPage) ([]Campaign, error) {
+	q, args := `SELECT `+campaignColumns+` FROM campaigns c JOIN jobs j ON j.id = c.job_id
+		WHERE c.account_id = $1`, []any{accountID}
+	if p.After != nil {
+		args = append(args, *p.After)
+		q += ` AND c.id < $2`
+	}
+	q += ` ORDER BY c.id DESC`
+	if p.Size > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, p.Size)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("campaigns: %w", err)
 	}
@@ -88,6 +97,13 @@ func (s *Store) Campaigns(ctx context.Context, accountID uuid.UUID) ([]Campaign,
 		return nil, fmt.Errorf("campaigns: %w", err)
 	}
 	return out, nil
+}
+
+// CampaignPage bounds a campaign list: Size 0 is all of them; After continues past that
+// campaign (ids are time-ordered, newest first).
+type CampaignPage struct {
+	Size  int
+	After *uuid.UUID
 }
 
 // Campaign returns one of an account's campaigns; another account's, or none, is ErrNotFound.

@@ -5,6 +5,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
@@ -21,7 +22,7 @@ import (
 // Campaigns is what the campaign endpoints read from the store.
 type Campaigns interface {
 	Audience(ctx context.Context, accountID, groupID uuid.UUID) (string, []persistence.AudienceContact, error)
-	Campaigns(ctx context.Context, accountID uuid.UUID) ([]persistence.Campaign, error)
+	Campaigns(ctx context.Context, accountID uuid.UUID, p persistence.CampaignPage) ([]persistence.Campaign, error)
 	Campaign(ctx context.Context, accountID, id uuid.UUID) (persistence.Campaign, error)
 }
 
@@ -194,14 +195,36 @@ func (s *Server) createCampaignOnce(ctx context.Context, rc *fasthttp.RequestCtx
 	return req.Campaign.ID, nil
 }
 
+// listCampaigns answers the contract's plain array, newest first: all of them, or, beyond the
+// spec, page_size of them from an optional cursor, with the next page's cursor in the
+// X-Next-Cursor and Link headers, so a client can page a list that grows while it reads.
 func (s *Server) listCampaigns(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	list, err := s.Campaigns.Campaigns(ctx, principal(rc).AccountID)
+	q := newQuery(rc)
+	acct := principal(rc).AccountID
+	l := s.list(listCampaigns, acct)
+	var p persistence.CampaignPage
+	if q.raw("page_size") != "" || q.raw("cursor") != "" {
+		if q.raw("page") != "" {
+			q.malformed.add("page", "campaigns page by cursor: page_size, then the cursor each page returns")
+		}
+		page := q.Page(l)
+		p = persistence.CampaignPage{Size: page.Size, After: page.After}
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	list, err := s.Campaigns.Campaigns(ctx, acct, p)
 	if err != nil {
 		return err
 	}
 	out := make([]campaignJSON, len(list))
 	for i, c := range list {
 		out[i] = newCampaignJSON(c)
+	}
+	if p.Size > 0 && len(list) == p.Size {
+		next := l.codec.encode(l, list[len(list)-1].ID)
+		rc.Response.Header.Set("X-Next-Cursor", next)
+		rc.Response.Header.Set("Link", fmt.Sprintf(`</campaigns?page_size=%d&cursor=%s>; rel="next"`, p.Size, next))
 	}
 	return writeJSON(rc, http.StatusOK, out)
 }

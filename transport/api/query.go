@@ -182,8 +182,9 @@ func (c cursorCodec) decode(s string, l list) (uuid.UUID, bool) {
 const (
 	listMessages byte = iota + 1
 	listTransactions
-	listReview   // the operators' sender ID review queue (pages by number only)
-	listContacts // an account's active contacts
+	listReview    // the operators' sender ID review queue (pages by number only)
+	listContacts  // an account's active contacts
+	listCampaigns // an account's campaigns (plain array; by cursor when page_size is given)
 )
 
 // list describes one of the account's lists for its cursors; filters are name=value pairs.

@@ -1,7 +1,9 @@
 package app_test
 
 import (
+	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,4 +128,54 @@ func TestListQueryParameters(t *testing.T) {
 		"/wallet/transactions?type=gift", "/wallet/transactions?page_size=0"} {
 		n.do("GET", path, nil, key(a)...).problem(t, 422, "validation_failed")
 	}
+}
+
+// GET /campaigns stays the contract's plain array of all campaigns; with page_size it pages
+// by cursor (X-Next-Cursor), and campaigns created while a client pages never make it see
+// one twice or miss one that existed when it began.
+func TestCampaignListPagesByCursor(t *testing.T) {
+	n := startNode(t, fastSims)
+	a, b := n.register("campaign-cursor@example.com"), n.register("campaign-cursor-b@example.com")
+	n.credit(a, "100")
+	g := n.group(a, "Everyone")
+	n.contact(a, g, "0712000001", "Jo", "Kamau")
+	create := func(name string) string {
+		r := n.do("POST", "/campaigns", map[string]any{"name": name, "message": "hello", "group_id": g}, key(a)...)
+		if r.Status != 201 {
+			t.Fatalf("create campaign = %d %s", r.Status, r.Body)
+		}
+		return r.json(t)["id"].(string)
+	}
+	var before []string
+	for i := range 5 {
+		before = append([]string{create(fmt.Sprint("c", i))}, before...) // newest first
+	}
+	if all := n.do("GET", "/campaigns", nil, key(a)...).json2(t); len(all) != 5 {
+		t.Fatalf("plain list = %d campaigns; want all 5", len(all))
+	}
+	var seen []string
+	path := "/campaigns?page_size=2"
+	for page := 0; ; page++ {
+		r := n.do("GET", path, nil, key(a)...)
+		if r.Status != 200 {
+			t.Fatalf("GET %s = %d %s", path, r.Status, r.Body)
+		}
+		for _, c := range r.json2(t) {
+			seen = append(seen, c.(map[string]any)["id"].(string))
+		}
+		create(fmt.Sprint("during", page)) // the list grows at its head while the client pages
+		next := r.Header.Get("X-Next-Cursor")
+		if next == "" {
+			break
+		}
+		if page == 0 {
+			n.do("GET", "/campaigns?page_size=2&cursor="+url.QueryEscape(next), nil, key(b)...).problem(t, 400, "malformed_query")
+		}
+		path = "/campaigns?page_size=2&cursor=" + url.QueryEscape(next)
+	}
+	if strings.Join(seen, ",") != strings.Join(before, ",") {
+		t.Fatalf("paged %v; want exactly the campaigns that existed, newest first: %v", seen, before)
+	}
+	n.do("GET", "/campaigns?page_size=2&page=2", nil, key(a)...).problem(t, 400, "malformed_query")
+	n.do("GET", "/campaigns?page_size=500", nil, key(a)...).problem(t, 422, "validation_failed")
 }
