@@ -44,13 +44,19 @@ type linkState struct {
 	retry    []*submitReq           // throttled or temporarily failed: go before the queue
 	known    map[uuid.UUID]struct{} // messages queued, being marked or submitted here
 	recent   recentIDs              // messages whose submit finished lately
-	inflight int                    // being marked or submitted
+	inflight int                    // submitted, answer not yet handled: at most Window
 
 	// lookedUp: messages a network said it had (after a crash or a lost answer); their receipt
 	// may have been pushed while nobody listened, so they are asked about.
 	lookedUp []string
+	// Marking runs ahead of the window, so a mark's write overlaps the submits in flight
+	// instead of holding window slots: toMark waits for the next mark, marking (markingN
+	// submits) is being written, ready is marked and waits for a window slot. Together they
+	// hold at most markAhead × Window.
 	toMark   []*submitReq
 	marking  bool
+	markingN int
+	ready    []*submitReq
 	marks    map[uuid.UUID]int // mark → submits under it without a durable outcome
 	unmark   []uuid.UUID       // marks with nothing left under them, to delete
 	// unmarking: a delete is running; unmarkArmed: the timer for the next one is set.
@@ -73,6 +79,10 @@ type submitJob struct {
 }
 
 const (
+	// markAhead: how many windows' worth of submits may be taken and marked ahead of the
+	// window. A mark's write takes a few ms under load: one window ahead keeps the window full
+	// while it runs, and a crash leaves at most this many more submits to ask about.
+	markAhead         = 1
 	breakerProbeEvery = 100 * time.Millisecond
 	unmarkEvery       = 250 * time.Millisecond
 )
@@ -173,7 +183,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		panic("link: panic requested")
 	}
 	nm := &l.e.m.net[st.network]
-	nm.linkQueue.Set(float64(st.queue.len() + len(st.retry) + len(st.toMark)))
+	nm.linkQueue.Set(float64(st.queue.len() + len(st.retry) + len(st.toMark) + st.markingN + len(st.ready)))
 	nm.windowInUse.Set(float64(st.inflight))
 }
 
@@ -223,11 +233,15 @@ func (l *linkActor) enqueue(ctx actor.Context, r *submitReq) {
 func (l *linkActor) pump(ctx actor.Context) {
 	st := l.st
 	if st.draining {
-		// Taken but not yet marked: not submitted, so they wait (queued) for the next start.
-		st.inflight -= len(st.toMark)
-		st.retry = append(st.toMark, st.retry...)
-		st.toMark = nil
-		if st.inflight == 0 {
+		// Taken but not yet submitted: they wait (queued) for the next start, and the marks of
+		// the marked ones settle, so the next start does not ask the network about them.
+		for _, req := range st.ready {
+			l.settle(req.mark, 1)
+			req.mark = uuid.Nil
+		}
+		st.retry = append(append(st.ready, st.toMark...), st.retry...)
+		st.ready, st.toMark = nil, nil
+		if st.inflight == 0 && !st.marking {
 			for _, w := range st.waiters {
 				ctx.Send(w, &drained{})
 			}
@@ -235,8 +249,9 @@ func (l *linkActor) pump(ctx actor.Context) {
 		}
 		return
 	}
+	l.submitReady(ctx)
 	now := time.Now()
-	for len(st.retry)+st.queue.len() > 0 && st.inflight < st.opts.Window {
+	for len(st.retry)+st.queue.len() > 0 && len(st.toMark)+st.markingN+len(st.ready) < markAhead*st.opts.Window {
 		if st.breaker.State() == gobreaker.StateOpen {
 			l.wakeAt(ctx, now.Add(breakerProbeEvery))
 			break
@@ -252,7 +267,6 @@ func (l *linkActor) pump(ctx actor.Context) {
 		} else {
 			req = st.queue.pop()
 		}
-		st.inflight++
 		st.toMark = append(st.toMark, req)
 	}
 	l.mark(ctx)
@@ -267,7 +281,7 @@ func (l *linkActor) mark(ctx actor.Context) {
 	}
 	batch := st.toMark
 	st.toMark = nil
-	st.marking = true
+	st.marking, st.markingN = true, len(batch)
 	id := persistence.NewID()
 	keys := make([]persistence.MessageKey, len(batch))
 	for i, r := range batch {
@@ -283,17 +297,16 @@ func (l *linkActor) mark(ctx actor.Context) {
 	})
 }
 
-// marked submits a batch whose mark is durable. If the mark could not be written, nothing of
-// the batch goes out: it waits first in line and the mark is tried again.
+// marked readies a batch whose mark is durable for submitting. If the mark could not be
+// written, nothing of the batch goes out: it waits first in line and the mark is tried again.
 func (l *linkActor) marked(ctx actor.Context, d *markDone) {
 	st, e := l.st, l.e
-	st.marking = false
+	st.marking, st.markingN = false, 0
 	if d.err != nil {
 		e.m.batchErrors.WithLabelValues("mark").Inc()
 		st.markRetry = min(max(2*st.markRetry, 50*time.Millisecond), 5*time.Second)
 		e.log.Error("mark submits; will retry", slog.String("network", st.label), slog.Any("error", d.err),
 			slog.Duration("retry_in", st.markRetry))
-		st.inflight -= len(d.batch)
 		st.retry = append(d.batch, st.retry...)
 		st.pacer.pausedUntil = time.Now().Add(st.markRetry)
 		return
@@ -308,22 +321,38 @@ func (l *linkActor) marked(ctx actor.Context, d *markDone) {
 				again++
 			}
 		}
-		done, err := st.breaker.Allow()
-		if err != nil { // half-open with its probes out: wait in line, marked again next time
-			st.inflight--
-			st.retry = append(st.retry, req)
-			l.settle(d.id, 1)
-			continue
-		}
-		req.breakerOK = done
-		e.m.net[st.network].attempts.Inc()
-		st.work <- submitJob{req: req, out: l.outgoing(req)}
 	}
+	st.ready = append(st.ready, d.batch...)
 	if again > 0 {
 		ctx.Send(e.recovery, &remarked{n: again})
 	}
 	l.flushUnmarks(ctx, false)
-	if len(st.retry) > 0 {
+}
+
+// submitReady hands marked submits to the workers while the window and the breaker allow.
+func (l *linkActor) submitReady(ctx actor.Context) {
+	st, e := l.st, l.e
+	refused := false
+	for len(st.ready) > 0 && st.inflight < st.opts.Window {
+		req := st.ready[0]
+		st.ready[0] = nil
+		st.ready = st.ready[1:]
+		done, err := st.breaker.Allow()
+		if err != nil { // half-open with its probes out: wait in line, marked again next time
+			refused = true
+			l.again(req)
+			continue
+		}
+		req.breakerOK = done
+		e.m.net[st.network].attempts.Inc()
+		st.inflight++
+		st.work <- submitJob{req: req, out: l.outgoing(req)}
+	}
+	if len(st.ready) == 0 {
+		st.ready = nil // let the drained backing array go
+	}
+	if refused {
+		l.flushUnmarks(ctx, false)
 		l.wakeAt(ctx, time.Now().Add(breakerProbeEvery))
 	}
 }
