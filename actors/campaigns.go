@@ -5,6 +5,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -102,29 +103,90 @@ func (t *tenantActor) campaign(ctx actor.Context, cmd *campaignCmd, reply *actor
 	t.write(ctx, &acceptReq{job: job, reply: reply, start: cmd.at, variant: vars})
 }
 
-// expandCampaign builds the message rows of a campaign's job from its audience.
-func expandCampaign(job persistence.NewJob, vars [carriers.NetworkSlots]variant) ([]persistence.NewMessage, []dispatchMsg, error) {
-	ms, err := persistence.DecodeAudience(job.Pending)
-	if err != nil {
-		return nil, nil, err
-	}
-	rows, msgs := make([]persistence.NewMessage, len(ms)), make([]dispatchMsg, len(ms))
-	for i, m := range ms {
+// expandCampaign builds the message rows of a chunk of a campaign's audience.
+func expandCampaign(job persistence.NewJob, vars [carriers.NetworkSlots]variant, chunk []persistence.Member) ([]persistence.NewMessage, []dispatchMsg) {
+	rows, msgs := make([]persistence.NewMessage, len(chunk)), make([]dispatchMsg, len(chunk))
+	for i, m := range chunk {
 		rows[i] = campaignMessage(job, vars[m.Network], m)
 		msgs[i] = dispatchMsg{id: rows[i].ID, nsn: m.NSN, network: m.Network, body: rows[i].Body}
 	}
-	return rows, msgs, nil
+	return rows, msgs
+}
+
+// loadCampaign reads the next page of a campaign's job still being written: what earlier
+// chunks wrote that is still open past the cursor, then, while the page has room, the next
+// chunk of the audience, written now. Its first submits go after one chunk is written, not
+// the whole audience, and memory holds a page, not the campaign.
+func (j *jobActor) loadCampaign(ctx context.Context, r *jobReady, job persistence.NewJob, vars [carriers.NetworkSlots]variant,
+	after uuid.UUID, expanded int, members []persistence.Member, resumed bool) *jobReady {
+	read := 0
+	if after != uuid.Nil || expanded > 0 {
+		var err error
+		if read, err = j.readOpen(ctx, r, job.ID, after, resumed); err != nil {
+			return &jobReady{err: err}
+		}
+		if read == jobPage {
+			r.more = true
+			return j.campaignPage(ctx, r, job)
+		}
+	}
+	if members == nil {
+		ms, err := persistence.DecodeAudience(job.Pending)
+		if err != nil {
+			return &jobReady{err: fmt.Errorf("job %s: %w", job.ID, err)}
+		}
+		members, r.audience = ms, ms
+	}
+	n := min(jobPage-read, len(members)-expanded)
+	if n <= 0 {
+		return &jobReady{err: fmt.Errorf("job %s: %d of %d recipients written, yet some are pending", job.ID, expanded, len(members))}
+	}
+	rows, msgs := expandCampaign(job, vars, members[expanded:expanded+n])
+	select {
+	case j.e.expansions <- struct{}{}:
+	case <-ctx.Done():
+		return &jobReady{err: ctx.Err()}
+	}
+	start := time.Now()
+	ok, err := j.e.store.ExpandJob(ctx, job, expanded, rows, expanded+n == len(members))
+	<-j.e.expansions
+	j.e.m.batchLatency.WithLabelValues("expand").Observe(time.Since(start).Seconds())
+	j.e.m.batchSize.WithLabelValues("expand").Observe(float64(len(rows)))
+	if err != nil {
+		return &jobReady{err: err}
+	}
+	if !ok { // cancelled, or written further by an earlier run: the store's job decides
+		r.stale, r.more = true, true
+		return j.campaignPage(ctx, r, job)
+	}
+	r.msgs = append(r.msgs, msgs...)
+	r.last, r.expanded, r.more = msgs[len(msgs)-1].id, expanded+n, expanded+n < len(members)
+	return j.campaignPage(ctx, r, job)
+}
+
+// campaignPage leaves out of a page the contacts that opted out since the campaign began.
+func (j *jobActor) campaignPage(ctx context.Context, r *jobReady, job persistence.NewJob) *jobReady {
+	if len(r.msgs) == 0 {
+		return r
+	}
+	var err error
+	if r.msgs, err = j.e.skipOptedOut(ctx, job.AccountID, job.ID, r.msgs); err != nil {
+		return &jobReady{err: err}
+	}
+	return r
 }
 
 // skipOptedOut fails, with a refund, the queued messages of a campaign page whose contacts
 // opted out since the campaign was created, and returns the rest. A message that may have
 // reached a network before a crash (unsettled) goes on: it may be paid for already.
-func (e *Engine) skipOptedOut(ctx context.Context, accountID uuid.UUID, msgs []dispatchMsg) ([]dispatchMsg, error) {
+func (e *Engine) skipOptedOut(ctx context.Context, accountID, jobID uuid.UUID, msgs []dispatchMsg) ([]dispatchMsg, error) {
 	phones := make([]string, 0, len(msgs))
 	for _, m := range msgs {
 		phones = append(phones, persistence.Recipient{NSN: m.nsn}.E164())
 	}
-	out, err := e.store.OptedOut(ctx, accountID, phones)
+	start := time.Now()
+	out, err := e.store.OptedOut(ctx, accountID, jobID, phones)
+	e.m.batchLatency.WithLabelValues("opted_out").Observe(time.Since(start).Seconds())
 	if err != nil || len(out) == 0 {
 		return msgs, err
 	}

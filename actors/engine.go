@@ -26,7 +26,7 @@ import (
 type Store interface {
 	TenantState(ctx context.Context, id uuid.UUID) (persistence.TenantState, error)
 	AcceptJobs(ctx context.Context, jobs []persistence.NewJob) ([]persistence.AcceptResult, error)
-	ExpandJob(ctx context.Context, j persistence.NewJob, msgs []persistence.NewMessage) (bool, error)
+	ExpandJob(ctx context.Context, j persistence.NewJob, from int, msgs []persistence.NewMessage, final bool) (bool, error)
 	FlushReceipts(ctx context.Context, b persistence.ReceiptBatch) (persistence.FlushResult, error)
 	FoldProgress(ctx context.Context, limit int) (persistence.FoldResult, error)
 	Backlog(ctx context.Context) (persistence.Backlog, error)
@@ -43,7 +43,7 @@ type Store interface {
 	LowBalanceAlert(ctx context.Context, accountID uuid.UUID, n persistence.NewNotification) (bool, error)
 	LowBalanceRecovered(ctx context.Context, accountID uuid.UUID) error
 	SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error
-	OptedOut(ctx context.Context, accountID uuid.UUID, phones []string) (map[string]bool, error)
+	OptedOut(ctx context.Context, accountID, jobID uuid.UUID, phones []string) (map[string]bool, error)
 	CancelCampaign(ctx context.Context, accountID, id uuid.UUID, now time.Time) (uuid.UUID, error)
 	CancelRemainder(ctx context.Context, jobID uuid.UUID) ([]persistence.WalletSnapshot, error)
 }

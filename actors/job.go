@@ -36,6 +36,10 @@ type jobState struct {
 	queues      [carriers.NetworkSlots][]dispatchMsg
 	outstanding [carriers.NetworkSlots]int
 	loadDelay   time.Duration
+	// A campaign's job written a chunk at a time: its audience, decoded once, and how many of
+	// it are written.
+	audience []persistence.Member
+	expanded int
 	// Reading a stored job a page at a time.
 	cursor  uuid.UUID
 	more    bool // the database may hold more open messages past cursor
@@ -130,6 +134,19 @@ func (j *jobActor) ready(ctx actor.Context, msg *jobReady) {
 	if msg.record != nil {
 		st.job, st.known, st.variants = msg.record.NewJob, true, variantsOf(msg.record.NewJob)
 		st.cancelled = st.cancelled || msg.record.Cancelled
+		st.expanded, st.audience = msg.record.Expanded, nil
+	}
+	if msg.audience != nil {
+		st.audience = msg.audience
+	}
+	if msg.expanded > 0 {
+		st.expanded = msg.expanded
+		if !msg.more { // the last chunk is written: the job is an ordinary stored one now
+			st.job.Pending, st.audience = nil, nil
+		}
+	}
+	if msg.stale {
+		st.known = false
 	}
 	st.ready = true
 	st.more = msg.more
@@ -268,19 +285,20 @@ func (j *jobActor) load(ctx actor.Context) {
 		job := st.job
 		known = &job
 	}
-	id, resumed, vars := st.start.id, st.start.resumed, st.variants
+	id, resumed, vars, expanded, members := st.start.id, st.start.resumed, st.variants, st.expanded, st.audience
 	st.loading = true
 	j.e.goIO(5*time.Minute, func(c context.Context) {
-		r := j.loadMessages(c, id, resumed, known, vars, after)
+		r := j.loadMessages(c, id, resumed, known, vars, after, expanded, members)
 		r.from = st
 		root.Send(self, r)
 	})
 }
 
-// loadMessages expands a job accepted in compact form (all of it: sends are at most 10,000
-// recipients), or reads the next page of a stored job's open messages. A resumed job is read
-// from the store first.
-func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool, job *persistence.NewJob, vars [carriers.NetworkSlots]variant, after uuid.UUID) *jobReady {
+// loadMessages expands a job accepted in compact form (a send's all at once: at most 10,000
+// recipients; a campaign's a chunk at a time), or reads the next page of a stored job's open
+// messages. A resumed job is read from the store first.
+func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool, job *persistence.NewJob, vars [carriers.NetworkSlots]variant,
+	after uuid.UUID, expanded int, members []persistence.Member) *jobReady {
 	if resumed && !j.e.marksRead.Load() {
 		return &jobReady{err: errMarksUnread}
 	}
@@ -290,7 +308,10 @@ func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool,
 		if err != nil {
 			return &jobReady{err: err}
 		}
-		r.record, job, vars = &rec, &rec.NewJob, variantsOf(rec.NewJob)
+		r.record, job, vars, expanded, members = &rec, &rec.NewJob, variantsOf(rec.NewJob), rec.Expanded, nil
+	}
+	if job.CampaignID != nil && job.Pending != nil {
+		return j.loadCampaign(ctx, r, *job, vars, after, expanded, members, resumed)
 	}
 	if job.Pending != nil && after == uuid.Nil {
 		// Take an expansion slot before building anything: jobs queued for a slot must not
@@ -306,26 +327,32 @@ func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool,
 			return &jobReady{err: err}
 		}
 		if expanded {
-			// A campaign's tens of thousands stay in the store: the first page goes now, the
-			// rest is read by key as this one drains.
-			if len(msgs) > jobPage {
-				msgs, r.more, r.last = msgs[:jobPage:jobPage], true, msgs[jobPage-1].id
-			}
 			r.msgs = msgs
-			if job.CampaignID != nil {
-				if r.msgs, err = j.e.skipOptedOut(ctx, job.AccountID, r.msgs); err != nil {
-					return &jobReady{err: err}
-				}
-			}
 			return r
 		}
 		// An earlier run expanded it and crashed: what it wrote is the truth.
 	}
-	open, err := j.e.store.OpenMessages(ctx, id, after, jobPage)
+	n, err := j.readOpen(ctx, r, id, after, resumed)
 	if err != nil {
 		return &jobReady{err: err}
 	}
-	r.more = len(open) == jobPage
+	r.more = n == jobPage
+	if job.CampaignID != nil {
+		return j.campaignPage(ctx, r, *job)
+	}
+	return r
+}
+
+// readOpen reads a page of a stored job's open messages past the cursor into r: queued ones
+// to dispatch, sent ones to ask about. It returns how many rows it read.
+func (j *jobActor) readOpen(ctx context.Context, r *jobReady, id, after uuid.UUID, resumed bool) (int, error) {
+	start := time.Now()
+	open, err := j.e.store.OpenMessages(ctx, id, after, jobPage)
+	if err != nil {
+		return 0, err
+	}
+	j.e.m.batchLatency.WithLabelValues("page").Observe(time.Since(start).Seconds())
+	j.e.m.batchSize.WithLabelValues("page").Observe(float64(len(open)))
 	for _, m := range open {
 		r.last = m.ID
 		if m.Status == "sent" {
@@ -336,7 +363,7 @@ func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool,
 		}
 		nsn, err := persistence.ParseE164(m.Recipient)
 		if err != nil {
-			return &jobReady{err: err}
+			return 0, err
 		}
 		_, unsettled := j.e.unsettled.Load(m.ID)
 		r.msgs = append(r.msgs, dispatchMsg{id: m.ID, nsn: nsn, network: m.Network, body: m.Body, unsettled: unsettled})
@@ -344,36 +371,24 @@ func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool,
 	if resumed {
 		j.e.m.resumed.Add(float64(len(open)))
 	}
-	if job.CampaignID != nil && len(r.msgs) > 0 {
-		if r.msgs, err = j.e.skipOptedOut(ctx, job.AccountID, r.msgs); err != nil {
-			return &jobReady{err: err}
-		}
-	}
-	return r
+	return len(open), nil
 }
 
-// expand writes the message rows of a job accepted in compact form and returns them ready to
-// dispatch; expanded is false when an earlier run already did (and crashed after).
+// expand writes the message rows of a send's job accepted in compact form and returns them
+// ready to dispatch; expanded is false when an earlier run already did (and crashed after).
 func (j *jobActor) expand(ctx context.Context, job persistence.NewJob, vars [carriers.NetworkSlots]variant) (msgs []dispatchMsg, expanded bool, err error) {
-	var rows []persistence.NewMessage
-	if job.CampaignID != nil {
-		if rows, msgs, err = expandCampaign(job, vars); err != nil {
-			return nil, false, fmt.Errorf("job %s: %w", job.ID, err)
-		}
-	} else {
-		rs, err := persistence.DecodeRecipients(job.Pending)
-		if err != nil {
-			return nil, false, fmt.Errorf("job %s: %w", job.ID, err)
-		}
-		rows = make([]persistence.NewMessage, len(rs))
-		msgs = make([]dispatchMsg, len(rs))
-		for i, r := range rs {
-			rows[i] = newMessage(job, vars[r.Network], r)
-			msgs[i] = dispatchMsg{id: rows[i].ID, nsn: r.NSN, network: r.Network}
-		}
+	rs, err := persistence.DecodeRecipients(job.Pending)
+	if err != nil {
+		return nil, false, fmt.Errorf("job %s: %w", job.ID, err)
+	}
+	rows := make([]persistence.NewMessage, len(rs))
+	msgs = make([]dispatchMsg, len(rs))
+	for i, r := range rs {
+		rows[i] = newMessage(job, vars[r.Network], r)
+		msgs[i] = dispatchMsg{id: rows[i].ID, nsn: r.NSN, network: r.Network}
 	}
 	start := time.Now()
-	expanded, err = j.e.store.ExpandJob(ctx, job, rows)
+	expanded, err = j.e.store.ExpandJob(ctx, job, 0, rows, true)
 	j.e.m.batchLatency.WithLabelValues("expand").Observe(time.Since(start).Seconds())
 	j.e.m.batchSize.WithLabelValues("expand").Observe(float64(len(rows)))
 	if err != nil || !expanded {

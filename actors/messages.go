@@ -118,6 +118,12 @@ type (
 		last    uuid.UUID // the id to read on from (uuid.Nil: nothing was read)
 		more    bool      // the database may hold more of its open messages
 		err     error
+		// A campaign's job, written chunk by chunk: its decoded audience (once decoded), how
+		// many recipients are written now (0: unchanged), and stale: the store's job is not
+		// where this incarnation thought (re-read it).
+		audience []persistence.Member
+		expanded int
+		stale    bool
 	}
 	// outcomesDurable: submit outcomes of this many messages per network are recorded.
 	outcomesDurable struct{ n [carriers.NetworkSlots]int }

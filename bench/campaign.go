@@ -60,6 +60,7 @@ type CampaignResult struct {
 	Contacts        int     `json:"contacts"`
 	CreateSeconds   float64 `json:"create_seconds"`
 	DispatchPerS    float64 `json:"dispatch_messages_per_second"`
+	ToLastSubmit    float64 `json:"request_to_last_submit_seconds"`
 	FinalSeconds    float64 `json:"all_final_seconds"`
 	RSSGrowthMB     float64 `json:"rss_growth_mb"`
 	SpendTrendP99MS float64 `json:"spend_trend_p99_ms"`
@@ -110,8 +111,11 @@ func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (Cam
 	if err != nil || json.Unmarshal(b, &camp) != nil || camp.TotalRecipients != cfg.Contacts {
 		return res, fmt.Errorf("create campaign: %v %s", err, b)
 	}
+	// Dispatch is timed from the 201 (creation has its own figure) to the scrape that sees the
+	// last submit: scraped every 100 ms until then, which bounds the error to 2% at 20,000/s.
+	created := time.Now()
 	var submittedAt time.Time
-	for submittedAt.IsZero() || !campaignFinal(ctx, hc, cfg.URL, key, camp.ID) {
+	for i := 0; ; i++ {
 		if time.Since(start) > 30*time.Minute {
 			return res, fmt.Errorf("campaign %s not final after 30 minutes", camp.ID)
 		}
@@ -120,13 +124,23 @@ func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (Cam
 				submittedAt = time.Now()
 			}
 		}
-		if v, err := scrapeRSS(ctx, hc, cfg.URL); err == nil {
-			peak = max(peak, v)
+		if i%4 == 0 {
+			if v, err := scrapeRSS(ctx, hc, cfg.URL); err == nil {
+				peak = max(peak, v)
+			}
 		}
-		time.Sleep(200 * time.Millisecond) // each poll scrapes /metrics: the node's CPU, not the bench's to take
+		if !submittedAt.IsZero() && campaignFinal(ctx, hc, cfg.URL, key, camp.ID) {
+			break
+		}
+		pause := 100 * time.Millisecond
+		if !submittedAt.IsZero() {
+			pause = 200 * time.Millisecond // each poll scrapes /metrics: the node's CPU, not the bench's to take
+		}
+		time.Sleep(pause)
 	}
 	res.FinalSeconds = time.Since(start).Seconds()
-	res.DispatchPerS = float64(cfg.Contacts) / submittedAt.Sub(start).Seconds()
+	res.DispatchPerS = float64(cfg.Contacts) / submittedAt.Sub(created).Seconds()
+	res.ToLastSubmit = submittedAt.Sub(start).Seconds()
 	res.RSSGrowthMB = (peak - rssBefore) / (1 << 20)
 
 	// The reports, read one after another.
@@ -149,7 +163,8 @@ func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (Cam
 	fmt.Fprintf(stdout, "\ntuma bench campaign · %s · %d contacts\n\n", cfg.URL, cfg.Contacts)
 	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "FIGURE", "RESULT", "TARGET")
 	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "campaign created (priced, debited)", fmt.Sprintf("%.2f s", res.CreateSeconds), "≤ 1 s")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "dispatch, creation to last submit", fmt.Sprintf("%.0f msg/s", res.DispatchPerS), "≥ 20,000 msg/s")
+	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "dispatch, 201 to last submit", fmt.Sprintf("%.0f msg/s", res.DispatchPerS), "≥ 20,000 msg/s")
+	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "request to last submit", fmt.Sprintf("%.2f s", res.ToLastSubmit), "—")
 	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "every message final", fmt.Sprintf("%.1f s", res.FinalSeconds), "—")
 	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "server RSS growth", fmt.Sprintf("%.0f MB", res.RSSGrowthMB), "bounded")
 	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "spend trend (90 days)", fmt.Sprintf("p99 %.1f ms", res.SpendTrendP99MS), "p99 ≤ 50 ms")

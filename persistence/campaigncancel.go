@@ -101,28 +101,52 @@ func (s *Store) CancelRemainder(ctx context.Context, jobID uuid.UUID) ([]WalletS
 	}
 }
 
-// cancelUnexpanded refunds the whole of a job whose messages were never written, clearing its
-// pending list so it never will be; done is false when the job was expanded already.
+// cancelUnexpanded refunds what of a job was never written as messages, clearing its pending
+// list so it never will be: the whole of a job not yet expanded (done), or the recipients of
+// a campaign's job its chunks had not reached — the job's totals less what its written
+// messages hold, exactly. done is false when messages were written: their queued ones are
+// the caller's to fail.
 func (s *Store) cancelUnexpanded(ctx context.Context, jobID uuid.UUID) (snaps []WalletSnapshot, done bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		snaps, done = nil, false
 		var (
-			p       JobProgress
-			pending bool
-			counts  []int32
+			p        JobProgress
+			pending  bool
+			expanded int
+			counts   []int32
 		)
-		err := tx.QueryRow(ctx, `SELECT account_id, recipients_count, cost_cents, sms_units, pending_recipients IS NOT NULL, network_counts
-			FROM jobs WHERE id = $1 FOR UPDATE`, jobID).Scan(&p.AccountID, &p.Failed, &p.RefundedCents, &p.RefundedUnits, &pending, &counts)
+		err := tx.QueryRow(ctx, `SELECT account_id, recipients_count, cost_cents, sms_units, pending_recipients IS NOT NULL,
+				expanded, network_counts
+			FROM jobs WHERE id = $1 FOR UPDATE`, jobID).Scan(&p.AccountID, &p.Failed, &p.RefundedCents, &p.RefundedUnits,
+			&pending, &expanded, &counts)
 		if err != nil {
 			return fmt.Errorf("lock job: %w", err)
 		}
 		if !pending {
 			return nil
 		}
-		done, p.JobID = true, jobID
+		done, p.JobID = expanded == 0, jobID
 		for i, n := range carriers.Networks() {
 			if i < len(counts) {
 				p.Finished[n] = int(counts[i])
+			}
+		}
+		if expanded > 0 {
+			var (
+				n, cents, units int64
+				byNet           [3]int64
+			)
+			err := tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(m.cost_cents), 0), coalesce(sum(m.parts), 0),
+					count(*) FILTER (WHERE m.network = 1), count(*) FILTER (WHERE m.network = 2), count(*) FILTER (WHERE m.network = 3)
+				FROM jobs j JOIN `+jobMessages+` WHERE j.id = $1`, jobID).Scan(&n, &cents, &units, &byNet[0], &byNet[1], &byNet[2])
+			if err != nil {
+				return fmt.Errorf("written messages: %w", err)
+			}
+			p.Failed -= int(n)
+			p.RefundedCents -= cents
+			p.RefundedUnits -= units
+			for i, net := range carriers.Networks() {
+				p.Finished[net] -= int(byNet[i])
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE jobs SET pending_recipients = NULL WHERE id = $1`, jobID); err != nil {

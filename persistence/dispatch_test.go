@@ -168,7 +168,7 @@ func TestExpandedMessagesCarryTheirJobsAcceptance(t *testing.T) {
 		msgs[i] = persistence.NewMessage{ID: persistence.NewID(), Recipient: r.E164(), Network: r.Network, Sender: "TUMA",
 			Parts: 1, Encoding: carriers.GSM7, CostCents: 50}
 	}
-	if ok, err := st.ExpandJob(ctx, j, msgs); err != nil || !ok {
+	if ok, err := st.ExpandJob(ctx, j, 0, msgs, true); err != nil || !ok {
 		t.Fatalf("expand: %v %v", ok, err)
 	}
 	var off int
@@ -178,5 +178,53 @@ func TestExpandedMessagesCarryTheirJobsAcceptance(t *testing.T) {
 	}
 	if off != 0 {
 		t.Errorf("%d expanded messages are not dated at their job's acceptance", off)
+	}
+}
+
+// A job written a chunk at a time takes each chunk once, from where the store says it stands,
+// and a cancel part way refunds exactly what was not sent: the chunks not written (the job's
+// totals less what its messages hold) and the written messages still queued.
+func TestChunkedExpansionAndPartialCancel(t *testing.T) {
+	st, _ := pgtest.NewStore(t)
+	ctx := context.Background()
+	acct := fundedAccount(t, st, 1000)
+	rs := []persistence.Recipient{{NSN: 712345678, Network: carriers.Safaricom}, {NSN: 733123456, Network: carriers.Airtel},
+		{NSN: 771234567, Network: carriers.Telkom}}
+	parts := []int{1, 2, 3} // three recipients, 6 parts at 50 cents: 300 cents
+	j := job(acct, 50)
+	j.Recipients, j.Units, j.CostCents, j.NetworkCounts = 3, 6, 300, [carriers.NetworkSlots]int{0, 1, 1, 1}
+	j.Inline, j.Pending = nil, persistence.EncodeRecipients(rs)
+	if res, err := st.AcceptJobs(ctx, []persistence.NewJob{j}); err != nil || res[0].Err != nil {
+		t.Fatalf("accept: %v %+v", err, res)
+	}
+	msg := func(i int) persistence.NewMessage {
+		return persistence.NewMessage{ID: persistence.NewID(), Recipient: rs[i].E164(), Network: rs[i].Network, Sender: "TUMA",
+			Parts: parts[i], Encoding: carriers.GSM7, CostCents: int64(parts[i]) * 50}
+	}
+	if ok, err := st.ExpandJob(ctx, j, 0, []persistence.NewMessage{msg(0)}, false); err != nil || !ok {
+		t.Fatalf("first chunk: %v %v", ok, err)
+	}
+	if ok, err := st.ExpandJob(ctx, j, 0, []persistence.NewMessage{msg(0)}, false); err != nil || ok {
+		t.Fatalf("the first chunk again = %v %v; want refused (the store stands at 1)", ok, err)
+	}
+	if ok, err := st.ExpandJob(ctx, j, 1, []persistence.NewMessage{msg(1)}, false); err != nil || !ok {
+		t.Fatalf("second chunk: %v %v", ok, err)
+	}
+	rec, err := st.JobRecord(ctx, j.ID)
+	if err != nil || rec.Expanded != 2 || rec.Pending == nil {
+		t.Fatalf("record = %d expanded, pending %v, %v; want 2 written, the rest pending", rec.Expanded, rec.Pending != nil, err)
+	}
+	if _, err := st.CancelRemainder(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.ExpandJob(ctx, j, 2, []persistence.NewMessage{msg(2)}, true); err != nil || ok {
+		t.Fatalf("a chunk after the cancel = %v %v; want refused", ok, err)
+	}
+	w, err := st.Wallet(ctx, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.BalanceCents != 1000 {
+		t.Errorf("balance %d after cancelling all of it (2 written and queued, 1 never written); want 1000", w.BalanceCents)
 	}
 }

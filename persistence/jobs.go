@@ -20,10 +20,11 @@ type JobRecord struct {
 	Status    JobStatus
 	CreatedAt time.Time
 	Cancelled bool // its campaign was cancelled: what is still queued is not to be sent
+	Expanded  int  // pending recipients already written as messages (a campaign, chunk by chunk)
 }
 
 const jobColumns = `j.id, j.account_id, j.campaign_id, j.source, j.message, j.shared_prefix, j.senders, j.prefixed,
-	j.price_cents, j.recipients_count, j.sms_units, j.cost_cents, j.pending_recipients, j.status, j.created_at,
+	j.price_cents, j.recipients_count, j.sms_units, j.cost_cents, j.pending_recipients, j.status, j.created_at, j.expanded,
 	coalesce((SELECT c.status = 'cancelled' FROM campaigns c WHERE c.job_id = j.id), false)`
 
 func scanJob(row pgx.Row) (JobRecord, error) {
@@ -33,7 +34,7 @@ func scanJob(row pgx.Row) (JobRecord, error) {
 		prefixed []bool
 	)
 	err := row.Scan(&j.ID, &j.AccountID, &j.CampaignID, &j.Source, &j.Message, &j.SharedPrefix, &senders, &prefixed,
-		&j.PriceCents, &j.Recipients, &j.Units, &j.CostCents, &j.Pending, &j.Status, &j.CreatedAt, &j.Cancelled)
+		&j.PriceCents, &j.Recipients, &j.Units, &j.CostCents, &j.Pending, &j.Status, &j.CreatedAt, &j.Expanded, &j.Cancelled)
 	if err != nil {
 		return JobRecord{}, err
 	}
@@ -107,20 +108,25 @@ type NewJob struct {
 	Campaign      *NewCampaign    // the campaign this job sends (Pending is then EncodeAudience)
 }
 
-// ExpandJob writes the message rows of a job accepted with pending recipients and clears the
-// pending list, atomically. It reports false when the job was already expanded (by an earlier
-// run that committed just before a crash).
-func (s *Store) ExpandJob(ctx context.Context, j NewJob, msgs []NewMessage) (bool, error) {
+// ExpandJob writes message rows of a job accepted with pending recipients: the pending
+// recipients from index from on (msgs, in the pending list's order), clearing the list when
+// final. A send's job is written in one go; a campaign's a chunk at a time. It reports false,
+// writing nothing, when the job is not where the caller thinks: expanded further already (by
+// an earlier run that committed just before a crash) or cancelled.
+func (s *Store) ExpandJob(ctx context.Context, j NewJob, from int, msgs []NewMessage, final bool) (bool, error) {
 	expanded := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var pending bool
-		var accepted time.Time
-		err := tx.QueryRow(ctx, `SELECT pending_recipients IS NOT NULL, created_at FROM jobs WHERE id = $1 FOR UPDATE`, j.ID).
-			Scan(&pending, &accepted)
+		var (
+			pending  bool
+			done     int
+			accepted time.Time
+		)
+		err := tx.QueryRow(ctx, `SELECT pending_recipients IS NOT NULL, expanded, created_at FROM jobs WHERE id = $1 FOR UPDATE`, j.ID).
+			Scan(&pending, &done, &accepted)
 		if err != nil {
 			return fmt.Errorf("lock job: %w", err)
 		}
-		if !pending {
+		if !pending || done != from || len(msgs) == 0 {
 			return nil
 		}
 		// One row buffer, reused: pgx encodes each row before asking for the next. A message was
@@ -143,14 +149,17 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, msgs []NewMessage) (boo
 		if err != nil {
 			return fmt.Errorf("copy messages: %w", err)
 		}
-		if j.CampaignID != nil {
+		if j.CampaignID != nil && from == 0 {
 			if err := markCampaignSending(ctx, tx, j.ID); err != nil {
 				return err
 			}
 		}
+		// Later chunks' ids are later (UUIDv7): the job's range grows to cover them.
 		lo, hi := messageRange(msgs)
-		if _, err := tx.Exec(ctx, `UPDATE jobs SET pending_recipients = NULL, status = 'sending', first_message_id = $2, last_message_id = $3
-			WHERE id = $1`, j.ID, lo, hi); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET status = 'sending', expanded = expanded + $4,
+				pending_recipients = CASE WHEN $5 THEN NULL ELSE pending_recipients END,
+				first_message_id = least(first_message_id, $2), last_message_id = greatest(last_message_id, $3)
+			WHERE id = $1`, j.ID, lo, hi, len(msgs), final); err != nil {
 			return err
 		}
 		expanded = true

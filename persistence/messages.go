@@ -271,13 +271,46 @@ func messageRange(msgs []NewMessage) (lo, hi uuid.UUID) {
 // `after` (uuid.Nil: from the start), in id order: a job is read a page at a time, so its
 // size never decides how much memory it takes.
 func (s *Store) OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit int) ([]OpenMessage, error) {
-	rows, err := s.pool.Query(ctx, `SELECT m.id, m.recipient, m.network, m.sender, m.body, m.prefixed, m.parts, m.encoding,
-			m.cost_cents, m.status, coalesce(m.provider_message_id, '')
-		FROM jobs j JOIN `+jobMessages+`
-		WHERE j.id = $1 AND m.id > $2 AND m.status IN ('queued', 'sent') ORDER BY m.id LIMIT $3`, jobID, after, limit)
+	var out []OpenMessage
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// A page is an ordered walk of the primary key from the cursor: one page of rows read.
+		// On statistics older than a campaign's freshly written rows the planner would rather
+		// scan the job's whole remaining range as a bitmap and sort it (25-80 ms a page, more
+		// under load, which starved the links), so bitmap scans are off for this statement.
+		// One lower bound, so the walk starts where the page does: the job's first message, or
+		// past the cursor (a message of the job).
+		from := `m.id >= coalesce((SELECT first_message_id FROM jobs WHERE id = $1), '00000000-0000-0000-0000-000000000000') AND $2::uuid IS NOT NULL`
+		if after != uuid.Nil {
+			from = `m.id > $2`
+		}
+		b := &pgx.Batch{}
+		b.Queue(`SET LOCAL enable_bitmapscan = off`)
+		b.Queue(`SELECT m.id, m.recipient, m.network, m.sender, m.body, m.prefixed, m.parts, m.encoding,
+				m.cost_cents, m.status, coalesce(m.provider_message_id, '')
+			FROM messages m
+			WHERE m.account_id = (SELECT account_id FROM jobs WHERE id = $1) AND `+from+`
+				AND m.id <= coalesce((SELECT last_message_id FROM jobs WHERE id = $1), 'ffffffff-ffff-ffff-ffff-ffffffffffff')
+				AND m.job_id = $1 AND m.status IN ('queued', 'sent')
+			ORDER BY m.id LIMIT $3`, jobID, after, limit)
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		out, err = scanOpen(rows)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open messages: %w", err)
 	}
+	return out, nil
+}
+
+func scanOpen(rows pgx.Rows) ([]OpenMessage, error) {
 	defer rows.Close()
 	var out []OpenMessage
 	for rows.Next() {
@@ -288,7 +321,7 @@ func (s *Store) OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit 
 		)
 		if err := rows.Scan(&m.ID, &m.Recipient, &network, &m.Sender, &m.Body, &m.Prefixed, &parts, &encoding, &cost,
 			&m.Status, &m.ProviderID); err != nil {
-			return nil, fmt.Errorf("open messages: %w", err)
+			return nil, err
 		}
 		m.Network, m.Parts, m.Encoding, m.CostCents = carriers.Network(network), int(parts), carriers.Encoding(encoding), int64(cost)
 		out = append(out, m)

@@ -412,3 +412,53 @@ func TestCampaignSenders(t *testing.T) {
 	n.do("POST", "/campaigns", map[string]any{"name": "x", "message": "hi", "group_id": g, "sender_id": "NOSUCH"}, key(a)...).
 		problem(t, 422, "sender_not_approved")
 }
+
+// Contacts who opt out after a campaign was created, before their turn, are never messaged:
+// their messages fail as OPTED_OUT and are refunded, exactly, while the others go.
+func TestCampaignSkipsContactsOptedOutSinceCreation(t *testing.T) {
+	clk := &clock{}
+	clk.ns.Store(time.Now().UnixNano())
+	n := startNode(t, fastSims, app.WithClock(clk.now))
+	a := n.register("optout@example.com")
+	n.approveDefaultSender(a, "ACME", "all")
+	n.credit(a, "100")
+	g := n.group(a, "Members")
+	for i := range 6 {
+		n.contact(a, g, numbers(6, 300)[i], "Friend", "")
+	}
+	r := n.do("POST", "/campaigns", map[string]any{"name": "Soon", "message": "Hello {first_name}", "group_id": g,
+		"scheduled_at": clk.now().Add(time.Hour).UTC().Format(time.RFC3339)}, key(a)...)
+	if r.Status != 201 {
+		t.Fatalf("create scheduled = %d %s", r.Status, r.Body)
+	}
+	id := r.json(t)["id"].(string)
+	contacts := n.do("GET", "/contacts?group_id="+g, nil, key(a)...).json(t)["data"].([]any)
+	gone := map[string]bool{}
+	for _, c := range contacts[:2] { // two of them leave before the campaign's time
+		c := c.(map[string]any)
+		if d := n.do("DELETE", "/contacts/"+c["id"].(string), nil, key(a)...); d.Status != 204 {
+			t.Fatalf("delete contact = %d %s", d.Status, d.Body)
+		}
+		gone[c["phone"].(string)] = true
+	}
+	clk.advance(2 * time.Hour)
+	done := n.campaignDone(a, id)
+	if done["status"] != "completed" || done["total_delivered"] != 4.0 || done["total_failed"] != 2.0 {
+		t.Fatalf("campaign = %v; want 4 delivered, 2 failed (opted out)", done)
+	}
+	msgs := n.do("GET", "/sms/messages?campaign_id="+id, nil, key(a)...).json(t)["data"].([]any)
+	for _, m := range msgs {
+		m := m.(map[string]any)
+		want := "delivered"
+		if gone[m["recipient"].(string)] {
+			want = "failed"
+			if m["provider_status"] != "OPTED_OUT" || m["sent_at"] != nil {
+				t.Errorf("opted-out contact's message = %v; want OPTED_OUT, never sent", m)
+			}
+		}
+		if m["status"] != want {
+			t.Errorf("message to %v is %v; want %s", m["recipient"], m["status"], want)
+		}
+	}
+	waitFor(t, 10*time.Second, "the refund of the skipped messages", func() bool { return n.balance(a) == 98 }) // 6 × 0.50 paid, 2 × 0.50 back
+}
