@@ -76,19 +76,15 @@ func queueCampaignInserts(b *pgx.Batch, jobs []NewJob) {
 	}
 }
 
-// Campaigns lists an account's campaigns, newest first.
-func (s *Store) Campaigns(ctx context.Context, accountID uuid.UUID, p CampaignPage) ([]Campaign, error) {
-	q, args := `SELECT `+campaignColumns+` FROM campaigns c JOIN jobs j ON j.id = c.job_id
-		WHERE c.account_id = $1`, []any{accountID}
-	if p.After != nil {
-		args = append(args, *p.After)
-		q += ` AND c.id < $2`
-	}
-	q += ` ORDER BY c.id DESC`
+// Campaigns lists an account's campaigns, newest first (ids are time-ordered): all of them,
+// or, with a page size, that many after p.After (campaigns page only by key).
+func (s *Store) Campaigns(ctx context.Context, accountID uuid.UUID, p Page) ([]Campaign, error) {
+	var limit *int
 	if p.Size > 0 {
-		q += fmt.Sprintf(` LIMIT %d`, p.Size)
+		limit = &p.Size
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.pool.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns c JOIN jobs j ON j.id = c.job_id
+		WHERE c.account_id = $1 AND ($2::uuid IS NULL OR c.id < $2) ORDER BY c.id DESC LIMIT $3`, accountID, p.After, limit)
 	if err != nil {
 		return nil, fmt.Errorf("campaigns: %w", err)
 	}
@@ -97,13 +93,6 @@ func (s *Store) Campaigns(ctx context.Context, accountID uuid.UUID, p CampaignPa
 		return nil, fmt.Errorf("campaigns: %w", err)
 	}
 	return out, nil
-}
-
-// CampaignPage bounds a campaign list: Size 0 is all of them; After continues past that
-// campaign (ids are time-ordered, newest first).
-type CampaignPage struct {
-	Size  int
-	After *uuid.UUID
 }
 
 // Campaign returns one of an account's campaigns; another account's, or none, is ErrNotFound.

@@ -22,7 +22,7 @@ import (
 // Campaigns is what the campaign endpoints read from the store.
 type Campaigns interface {
 	Audience(ctx context.Context, accountID, groupID uuid.UUID) (string, []persistence.AudienceContact, error)
-	Campaigns(ctx context.Context, accountID uuid.UUID, p persistence.CampaignPage) ([]persistence.Campaign, error)
+	Campaigns(ctx context.Context, accountID uuid.UUID, p persistence.Page) ([]persistence.Campaign, error)
 	Campaign(ctx context.Context, accountID, id uuid.UUID) (persistence.Campaign, error)
 }
 
@@ -202,13 +202,12 @@ func (s *Server) listCampaigns(ctx context.Context, rc *fasthttp.RequestCtx) err
 	q := newQuery(rc)
 	acct := principal(rc).AccountID
 	l := s.list(listCampaigns, acct)
-	var p persistence.CampaignPage
+	var p persistence.Page // all of them
 	if q.raw("page_size") != "" || q.raw("cursor") != "" {
 		if q.raw("page") != "" {
 			q.malformed.add("page", "campaigns page by cursor: page_size, then the cursor each page returns")
 		}
-		page := q.Page(l)
-		p = persistence.CampaignPage{Size: page.Size, After: page.After}
+		p = q.Page(l)
 	}
 	if err := q.err(); err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 // Reports is what the report endpoints read from the store.
 type Reports interface {
 	SpendTrend(ctx context.Context, accountID uuid.UUID, now time.Time, days int) ([]persistence.SpendDay, error)
-	Campaigns(ctx context.Context, accountID uuid.UUID, p persistence.CampaignPage) ([]persistence.Campaign, error)
+	Campaigns(ctx context.Context, accountID uuid.UUID, p persistence.Page) ([]persistence.Campaign, error)
 	GroupResults(ctx context.Context, accountID uuid.UUID) ([]persistence.GroupResult, error)
 }
 
@@ -79,7 +79,7 @@ type campaignPerformanceJSON struct {
 }
 
 func (s *Server) campaignPerformance(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	list, err := s.Reports.Campaigns(ctx, principal(rc).AccountID, persistence.CampaignPage{})
+	list, err := s.Reports.Campaigns(ctx, principal(rc).AccountID, persistence.Page{})
 	if err != nil {
 		return err
 	}
