@@ -142,16 +142,11 @@ func (j *jobActor) loadCampaign(ctx context.Context, r *jobReady, job persistenc
 		return &jobReady{err: fmt.Errorf("job %s: %d of %d recipients written, yet some are pending", job.ID, expanded, len(members))}
 	}
 	rows, msgs := expandCampaign(job, vars, members[expanded:expanded+n])
-	select {
-	case j.e.expansions <- struct{}{}:
-	case <-ctx.Done():
-		return &jobReady{err: ctx.Err()}
+	if err := j.e.takeExpansion(ctx); err != nil {
+		return &jobReady{err: err}
 	}
-	start := time.Now()
-	ok, err := j.e.store.ExpandJob(ctx, job, expanded, rows, expanded+n == len(members))
+	ok, err := j.e.writeRows(ctx, job, expanded, rows, expanded+n == len(members))
 	<-j.e.expansions
-	j.e.m.batchLatency.WithLabelValues("expand").Observe(time.Since(start).Seconds())
-	j.e.m.batchSize.WithLabelValues("expand").Observe(float64(len(rows)))
 	if err != nil {
 		return &jobReady{err: err}
 	}

@@ -316,10 +316,8 @@ func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool,
 	if job.Pending != nil && after == uuid.Nil {
 		// Take an expansion slot before building anything: jobs queued for a slot must not
 		// each hold their 10,000 message rows in memory while they wait.
-		select {
-		case j.e.expansions <- struct{}{}:
-		case <-ctx.Done():
-			return &jobReady{err: ctx.Err()}
+		if err := j.e.takeExpansion(ctx); err != nil {
+			return &jobReady{err: err}
 		}
 		msgs, expanded, err := j.expand(ctx, *job, vars)
 		<-j.e.expansions
@@ -387,12 +385,29 @@ func (j *jobActor) expand(ctx context.Context, job persistence.NewJob, vars [car
 		rows[i] = newMessage(job, vars[r.Network], r)
 		msgs[i] = dispatchMsg{id: rows[i].ID, nsn: r.NSN, network: r.Network}
 	}
-	start := time.Now()
-	expanded, err = j.e.store.ExpandJob(ctx, job, 0, rows, true)
-	j.e.m.batchLatency.WithLabelValues("expand").Observe(time.Since(start).Seconds())
-	j.e.m.batchSize.WithLabelValues("expand").Observe(float64(len(rows)))
+	expanded, err = j.e.writeRows(ctx, job, 0, rows, true)
 	if err != nil || !expanded {
 		return nil, false, err
 	}
 	return msgs, true, nil
+}
+
+// takeExpansion waits for one of the engine's expansion slots (give it back by receiving
+// from e.expansions).
+func (e *Engine) takeExpansion(ctx context.Context) error {
+	select {
+	case e.expansions <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writeRows writes message rows of a job accepted in compact form (Store.ExpandJob), timed.
+func (e *Engine) writeRows(ctx context.Context, job persistence.NewJob, from int, rows []persistence.NewMessage, final bool) (bool, error) {
+	start := time.Now()
+	ok, err := e.store.ExpandJob(ctx, job, from, rows, final)
+	e.m.batchLatency.WithLabelValues("expand").Observe(time.Since(start).Seconds())
+	e.m.batchSize.WithLabelValues("expand").Observe(float64(len(rows)))
+	return ok, err
 }
