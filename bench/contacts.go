@@ -276,15 +276,16 @@ func get(ctx context.Context, hc *http.Client, u, key string) ([]byte, error) {
 
 // scrapeRSS reads the node's resident memory from /metrics.
 func scrapeRSS(ctx context.Context, hc *http.Client, base string) (float64, error) {
-	s, err := scrapeSamples(ctx, hc, base, metricRSS)
-	if err != nil || len(s) == 0 {
-		return 0, fmt.Errorf("no %s in /metrics: %v", metricRSS, err)
+	m, err := scrape(ctx, hc, base, metricRSS)
+	if err != nil {
+		return 0, err
 	}
-	return s[0].value, nil
+	return m[metricRSS], nil
 }
 
-// scrapeSamples reads one metric's samples from the node's /metrics.
-func scrapeSamples(ctx context.Context, hc *http.Client, base, name string) ([]promSample, error) {
+// scrape reads the node's /metrics once and sums each named metric's samples; a metric with
+// no samples (a vector not used yet) is 0, but the process's RSS must be there.
+func scrape(ctx context.Context, hc *http.Client, base string, names ...string) (map[string]float64, error) {
 	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -292,7 +293,22 @@ func scrapeSamples(ctx context.Context, hc *http.Client, base, name string) ([]p
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return parseProm(b, map[string]bool{name: true})
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	samples, err := parseProm(b, want)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]float64, len(names))
+	for _, x := range samples {
+		out[x.name] += x.value
+	}
+	if _, ok := out[metricRSS]; want[metricRSS] && !ok {
+		return nil, fmt.Errorf("no %s in /metrics", metricRSS)
+	}
+	return out, nil
 }
 
 func quantile(ds []time.Duration, q float64) time.Duration {

@@ -20,6 +20,7 @@ const (
 	metricFailed    = "tuma_messages_failed_total"
 	metricRequests  = "tuma_http_requests_total"
 	metricE2E       = "tuma_messages_end_to_end_seconds_bucket"
+	metricSubmitted = "tuma_messages_submitted_total"
 )
 
 func wantedMetrics() map[string]bool {
