@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -73,10 +74,17 @@ func TestContactsCRUDAndSearch(t *testing.T) {
 	for search, want := range map[string]string{
 		"0712": "+254712345678", "254712": "+254712345678", "+254 712": "+254712345678", "345678": "+254712345678",
 		"jane": "+254712345678", "WANJ": "+254712345678", "kamau": "+254733123456", "0110": "+254110123456", "otieno mw": "+254777123456",
+		"5678": "+254712345678", "mwangi OTI": "+254777123456", "0777": "+254777123456",
 	} {
 		phones, total := n.contacts(a, "?search="+strings.ReplaceAll(search, " ", "%20"))
 		if total != 1 || len(phones) != 1 || phones[0] != want {
 			t.Errorf("search %q = %v (total %v); want [%s]", search, phones, total, want)
+		}
+	}
+	// Whatever is typed is text to match, never query syntax.
+	for _, search := range []string{`o'b`, `a\`, "a & b", "!kamau", "a:*"} {
+		if phones, total := n.contacts(a, "?search="+url.QueryEscape(search)); total != 0 || len(phones) != 0 {
+			t.Errorf("search %q = %v (total %v); want none", search, phones, total)
 		}
 	}
 	if phones, total := n.contacts(a, "?group_id="+g); total != 4 || len(phones) != 4 {
