@@ -57,6 +57,7 @@ type Config struct {
 	Timeout        time.Duration // most to wait after sending for every message's final state
 	RequestTimeout time.Duration // most one request may take
 	FundKES        int           // credit given to each account
+	DBCPU          bool          // also measure this machine's PostgreSQL processes' CPU
 }
 
 // DefaultConfig is the configuration of a scenario before any flag: sized so a run offers
@@ -252,6 +253,7 @@ func ParseArgs(args []string, lookup func(string) (string, bool), out io.Writer)
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "")
 	fs.IntVar(&c.FundKES, "fund-kes", c.FundKES, "")
+	fs.BoolVar(&c.DBCPU, "db-cpu", false, "")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -287,6 +289,7 @@ const Usage = `usage: tuma bench --scenario NAME [flags]
        tuma bench compare [--threshold PCT] OLD.json... -- NEW.json...
        tuma bench compare [--threshold PCT] OLD.json NEW.json
        tuma bench summary RESULT.json...
+       tuma bench headline RESULT.json...
 
 Drives a running Tuma over HTTP like real tenants: registers and funds --accounts
 accounts, sends for --duration, waits until every accepted message is delivered or
@@ -316,8 +319,13 @@ flags:
   --timeout D            most to wait for every message's final state after sending (default 5m)
   --request-timeout D    most one request may take (default 1m)
   --fund-kes N           credit per account in KES (default 1000000, the most one credit may be)
+  --db-cpu               also report the CPU of this machine's PostgreSQL processes per message
+                         (the database must run here; read from /proc)
 
 summary prints the headline figures of several result files, one line each.
+headline prints the engine's four speed figures (small: sends/s and, with --db-cpu, CPU per
+send; bulk: the 202's p50 and p99 and, over runs of 1,000,000 messages, the end-to-end rate)
+as medians of the runs given, with their spread, next to their targets.
 
 compare prints the median of every figure on each side, the change, and flags changes
 beyond --threshold percent (default 25) in the bad direction; it exits with an error

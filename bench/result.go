@@ -97,6 +97,9 @@ type Server struct {
 	Failed          float64 `json:"failed"`     // tuma_messages_failed_total, every stage
 	Send202         float64 `json:"send_202"`   // tuma_http_requests_total{route="/sms/send",code="202"}
 	ScrapeErrors    int64   `json:"scrape_errors"`
+	// With --db-cpu: the CPU of this machine's PostgreSQL processes over the same span.
+	DBCPUSeconds      float64 `json:"db_cpu_s,omitempty"`
+	DBCPUMicrosPerMsg float64 `json:"db_cpu_us_per_msg,omitempty"`
 }
 
 // Window is a slice of the load phase, to see drift over a long run.
@@ -135,7 +138,9 @@ type observed struct {
 	drain       drainResult
 	base, final snapshot
 	samples     []snapshot
-	finalOK     bool // the final scrape worked: the server's deltas are known
+	finalOK     bool       // the final scrape worked: the server's deltas are known
+	dbCPU       [2]float64 // --db-cpu: PostgreSQL's CPU seconds at the base and final scrapes
+	dbCPUOK     bool
 	scrapeErrs  int64
 	e2e         EndToEnd
 }
@@ -178,6 +183,10 @@ func newResult(ctx context.Context, o observed) Result {
 		RSSMBEnd:        f.rss / (1 << 20), RSSMBMax: f.rss / (1 << 20),
 		Accepted: f.accepted - b.accepted, Delivered: f.delivered - b.delivered, Failed: f.failed - b.failed,
 		Send202: f.send202 - b.send202, ScrapeErrors: o.scrapeErrs,
+	}
+	if o.dbCPUOK {
+		r.Server.DBCPUSeconds = o.dbCPU[1] - o.dbCPU[0]
+		r.Server.DBCPUMicrosPerMsg = ratio(r.Server.DBCPUSeconds*1e6, float64(l.accepted))
 	}
 	for _, s := range o.samples {
 		r.Server.RSSMBMax = max(r.Server.RSSMBMax, s.rss/(1<<20))
@@ -274,6 +283,9 @@ func (r Result) figures() []Figure {
 		add("server_cpu_per_msg", s.CPUMicrosPerMsg, "µs", lowerBetter)
 		add("server_rss_end", s.RSSMBEnd, "MB", lowerBetter)
 		add("server_rss_max", s.RSSMBMax, "MB", lowerBetter)
+	}
+	if s.DBCPUSeconds > 0 {
+		add("db_cpu_per_msg", s.DBCPUMicrosPerMsg, "µs", lowerBetter)
 	}
 	for _, e := range r.Egress {
 		add("egress_"+e.Network+"_avg", e.AvgPerS, "msgs/s", "")
@@ -437,6 +449,10 @@ func (r Result) print(w io.Writer) error {
 		fmt.Fprintf(tw, "  send → delivered\t%s\n", r.EndToEnd)
 	}
 	fmt.Fprintf(tw, "server CPU\t%.2f cores · %.1f s · %.0f µs per accepted message\n", s.CPUCores, s.CPUSeconds, s.CPUMicrosPerMsg)
+	if s.DBCPUSeconds > 0 {
+		fmt.Fprintf(tw, "database CPU\t%.1f s · %.0f µs per accepted message (server and database: %.0f µs)\n",
+			s.DBCPUSeconds, s.DBCPUMicrosPerMsg, s.CPUMicrosPerMsg+s.DBCPUMicrosPerMsg)
+	}
 	fmt.Fprintf(tw, "server RSS\t%.0f MB at the end · %.0f MB largest sampled\n", s.RSSMBEnd, s.RSSMBMax)
 	fmt.Fprintf(tw, "accounts\t%s\n", r.Accounts)
 	if err := tw.Flush(); err != nil {

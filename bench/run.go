@@ -53,7 +53,15 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return errors.Join(err, retire(ctx, a, cfg, tenants))
 	}
 
+	var db [2]float64
+	dbErr := error(nil)
+	if cfg.DBCPU {
+		db[0], dbErr = processCPU("/proc", "postgres")
+	}
 	base, err := a.scrape(ctx)
+	if err == nil && dbErr != nil {
+		err = dbErr
+	}
 	if err != nil {
 		stopProgress()
 		return errors.Join(err, retire(ctx, a, cfg, tenants))
@@ -68,6 +76,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	sctx, cancel := detached(ctx)
 	final, ferr := a.scrape(sctx)
 	cancel()
+	if cfg.DBCPU {
+		db[1], dbErr = processCPU("/proc", "postgres")
+	}
 	stopProgress()
 	if ferr != nil {
 		fmt.Fprintln(stderr, "tuma bench: final scrape:", ferr)
@@ -79,7 +90,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 
 	res := newResult(ctx, observed{cfg: cfg, runID: id, started: started, load: ld, drain: dr,
-		base: base, final: final, finalOK: ferr == nil, samples: samples, scrapeErrs: smp.errors.Load(),
+		base: base, final: final, finalOK: ferr == nil, dbCPU: db, dbCPUOK: cfg.DBCPU && dbErr == nil, samples: samples, scrapeErrs: smp.errors.Load(),
 		e2e: newEndToEnd(sample, sampleErrs, base, final)})
 	res.Accounts = "kept"
 	rerr := retire(ctx, a, cfg, tenants)

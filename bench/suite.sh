@@ -7,6 +7,7 @@
 #   BENCH_OUT        where results go (default bench/results: one JSON file per scenario)
 #   BENCH_PORT       port of the node under test (default 18080)
 #   BENCH_DATABASE_URL  its database (default postgres://postgres@127.0.0.1:5432/tuma_bench)
+#   HEADLINE_RUNS    runs of each headline measurement (default 3; 0 skips them)
 #
 # Compare two runs with: bin/tuma bench compare OLD/bulk.json NEW/bulk.json
 set -euo pipefail
@@ -76,6 +77,25 @@ run() {
 		failed+=("$scenario")
 	fi
 }
+
+# The engine's four speed figures (issue 16), over HTTP from this separate process, on networks
+# that answer in 1 ms as the targets assume: HEADLINE_RUNS runs each of 1-recipient sends (with
+# the CPU of the node's PostgreSQL, which must run on this machine) and of 10,000-recipient
+# sends adding up to 1,000,000 messages, then their medians next to the targets.
+HEADLINE_RUNS=${HEADLINE_RUNS:-3}
+if [ "$HEADLINE_RUNS" -gt 0 ]; then
+	echo "== Headline figures: $HEADLINE_RUNS runs each, networks answering in 1 ms"
+	mkdir -p "$OUT/headline"
+	rm -f "$OUT"/headline/*.json
+	start headline TUMA_SIM_LATENCY=1ms
+	for i in $(seq 1 "$HEADLINE_RUNS"); do
+		run small --duration 20s --db-cpu --json "$OUT/headline/small-$i.json"
+		run bulk --duration 10s --rate 10 --json "$OUT/headline/bulk-$i.json"
+	done
+	stop
+	"$BIN" bench headline "$OUT"/headline/*.json
+	echo
+fi
 
 echo "== tuma bench: every scenario against a node on simulated networks ($DURATION each)"
 start open

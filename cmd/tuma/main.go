@@ -93,6 +93,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		}
 		return bench.Summary(args[1:], stdout)
 	}
+	if len(args) > 0 && args[0] == "headline" {
+		if len(args) < 2 {
+			return errors.New("headline needs result files of small and bulk runs: tuma bench headline bench/results/headline/*.json")
+		}
+		return bench.Headline(args[1:], stdout)
+	}
 	if len(args) > 0 && args[0] == "contacts" {
 		cfg, err := bench.ParseContactsArgs(args[1:], lookup, stderr)
 		if errors.Is(err, flag.ErrHelp) {
