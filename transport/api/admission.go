@@ -17,7 +17,8 @@ import (
 // the wait of those in flight at the rate the node serves them, exceeded the target, the
 // bound shrinks in proportion (by target/latency, at least a quarter) and at most to what
 // the node serves within the target (never under a floor), so a storm is met in a window; when it did not and the bound
-// was reached, it grows by a twentieth (never over the ceiling). A node then holds only as many requests as it serves within the target,
+// was reached, it doubles while requests take under half the target and grows by a twentieth
+// nearer it (never over the ceiling). A node then holds only as many requests as it serves within the target,
 // whatever they cost: a hundred 1-recipient sends or a few 10,000-recipient ones.
 type admission struct {
 	ceiling int64         // most requests at once; 0: no bound at all
@@ -100,6 +101,11 @@ func (a *admission) leave(took time.Duration) {
 			shrunk = min(shrunk, int64(rate*float64(a.target)))
 		}
 		limit = max(admissionFloor, shrunk)
+	case full && wait < a.target/2:
+		// Far under the target: open up at once. A bound shrunk by a few slow requests (large
+		// reads at the end of a busy spell) would otherwise shed the next burst of quick ones
+		// for seconds while it crept back up (measured: 75% of 1-recipient sends for 4 s).
+		limit = min(a.ceiling, 2*limit)
 	case full:
 		limit = min(a.ceiling, limit+max(1, limit/20))
 	}

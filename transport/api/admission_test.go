@@ -167,3 +167,21 @@ func TestProbesAreNeverShed(t *testing.T) {
 		}
 	}
 }
+
+// A bound left at its floor by a few slow requests opens up within a few windows when quick
+// requests fill it again, instead of shedding them for seconds; near the target it creeps.
+func TestAdmissionRecoversQuicklyFromTheFloor(t *testing.T) {
+	a := newAdmission(512, 250*time.Millisecond)
+	a.limit.Store(admissionFloor)
+	windows := 0
+	for a.bound() < 64 {
+		serveWindow(a, 15*time.Millisecond, true)
+		if windows++; windows > 4 {
+			t.Fatalf("bound %d after %d full windows of 15 ms requests; want ≥ 64 within 4", a.bound(), windows)
+		}
+	}
+	a.limit.Store(100)
+	if b := serveWindow(a, 200*time.Millisecond, true); b != 105 {
+		t.Errorf("bound %d after a full window at 200 ms of a 250 ms target; want 105 (a twentieth more)", b)
+	}
+}
