@@ -6,6 +6,7 @@
 //	tuma version   print the version
 //	tuma bench     drive a running Tuma with load and measure it (see bench.Usage)
 //	tuma drill     run the reliability drills against this binary (see drill.Usage)
+//	tuma smsc      run an SMPP 3.4 SMSC simulator (tuma smsc -h)
 package main
 
 import (
@@ -57,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		return runBench(ctx, args[1:], stdout, stderr, lookup)
 	case "drill": // starts nodes of its own: no server configuration
 		return runDrill(ctx, args[1:], stdout, stderr, lookup)
+	case "smsc": // a network of its own: no server configuration
+		return runSMSC(ctx, args[1:], stdout, stderr)
 	case "serve", "migrate":
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
@@ -170,5 +173,6 @@ commands:
   version   print the version
   bench     load-test a running Tuma over HTTP; tuma bench -h for its flags
   drill     reliability drills (kill -9, outages, overload, probes); tuma drill -h for its flags
+  smsc      an SMPP 3.4 SMSC simulator for TUMA_CARRIERS=smpp; tuma smsc -h for its flags
 
 Configuration comes from TUMA_* environment variables; see README.md.`

@@ -17,6 +17,8 @@ import (
 
 	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/actors/simlink"
+	"github.com/tuma-sms/tuma/actors/smpplink"
+	"github.com/tuma-sms/tuma/carriers/smpp"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/redis"
 	"github.com/tuma-sms/tuma/transport/api"
@@ -46,14 +48,16 @@ type App struct {
 	ready    chan struct{} // closed once booted
 
 	// Built by boot.
-	store   *persistence.Store
-	redis   *redis.Client
-	sims    *simlink.Set
-	engine  *actors.Engine
-	outbox  *mail.Outbox
-	confirm *payments.Confirmer
-	hooks   *payments.SandboxHooks // nil unless the sandbox provider is on
-	http    *api.Server
+	store       *persistence.Store
+	redis       *redis.Client
+	sims        *simlink.Set
+	smpp        *smpplink.Set
+	smppMetrics *smpp.Metrics
+	engine      *actors.Engine
+	outbox      *mail.Outbox
+	confirm     *payments.Confirmer
+	hooks       *payments.SandboxHooks // nil unless the sandbox provider is on
+	http        *api.Server
 }
 
 // Option adjusts how a node is built (tests).
@@ -207,6 +211,10 @@ func (a *App) closeStores() {
 	if a.sims != nil {
 		a.sims.Close()
 		a.sims = nil
+	}
+	if a.smpp != nil {
+		a.smpp.Close()
+		a.smpp = nil
 	}
 	if a.redis != nil {
 		a.redis.Close()

@@ -10,8 +10,10 @@ import (
 
 	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/actors/simlink"
+	"github.com/tuma-sms/tuma/actors/smpplink"
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/carriers/sim"
+	"github.com/tuma-sms/tuma/carriers/smpp"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/documents"
 	"github.com/tuma-sms/tuma/persistence/redis"
@@ -204,6 +206,18 @@ func (a *App) startEngine(ctx context.Context) error {
 			return err
 		}
 		cs = a.sims.Carriers()
+	case "smpp":
+		if a.smppMetrics == nil { // registered once: a boot that retries starts the links again
+			a.smppMetrics = smpp.NewMetrics(a.registry)
+		}
+		if a.smpp, err = smpplink.New(cfg.SMPPBinds, a.log, a.smppMetrics); err != nil {
+			return err
+		}
+		cs = a.smpp.Carriers()
+		for n, l := range links {
+			l.Window = max(l.Window, a.smpp.Window(n)) // every bind's window can be in use at once
+			links[n] = l
+		}
 	default: // the option's validation allows only the drivers built here
 		return fmt.Errorf("TUMA_CARRIERS=%s: no such carrier driver", cfg.Carriers)
 	}
@@ -222,6 +236,9 @@ func (a *App) startEngine(ctx context.Context) error {
 	}
 	if a.sims != nil {
 		a.sims.Deliver(a.engine.Receipt)
+	}
+	if a.smpp != nil {
+		a.smpp.Deliver(a.engine.Receipt)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/carriers/smpp"
 )
 
 // Config is the whole configuration of a node, read once from the environment and validated.
@@ -48,6 +49,8 @@ type Config struct {
 	SenderFees       SenderFees
 	DataDir          string
 	Carriers         string
+	SMPPBinds        map[carriers.Network][]smpp.BindConfig // TUMA_CARRIERS=smpp: each network's binds
+	smppRaw          [carriers.NetworkSlots]string
 	LogLevel         slog.Level
 	LogFormat        string // text | json
 	AccessLog        bool
@@ -182,6 +185,14 @@ func (c *Config) finish() error {
 	}
 	if c.Env == "production" && c.AdminToken != "" && (len(c.AdminToken) < 32 || c.AdminToken == devAdminToken) {
 		return errors.New("invalid configuration: TUMA_ADMIN_TOKEN must be at least 32 characters and not the development token when TUMA_ENV=production (e.g. openssl rand -hex 32)")
+	}
+	if c.Carriers == "smpp" {
+		for _, n := range carriers.Networks() {
+			if len(c.SMPPBinds[n]) == 0 {
+				return fmt.Errorf("invalid configuration: TUMA_CARRIERS=smpp needs binds for every network; TUMA_SMPP_%s is unset",
+					strings.ToUpper(n.String()))
+			}
+		}
 	}
 	if c.Pprof && c.AdminToken == "" {
 		return errors.New("invalid configuration: TUMA_PPROF=true needs TUMA_ADMIN_TOKEN: the profiles are for operators only")

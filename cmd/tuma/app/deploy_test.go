@@ -20,6 +20,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tuma-sms/tuma/carriers/smpp"
 )
 
 // deployFile is a path under deploy/ (tests run in cmd/tuma/app).
@@ -191,7 +193,7 @@ func TestDeployAlertRules(t *testing.T) {
 	// The rules the operators asked for.
 	for _, want := range []string{"TumaDown", "TumaPostgresDown", "TumaRedisDown", "TumaHTTP5xxRateHigh",
 		"TumaSendLatencyBudgetBurn", "TumaLinkBreakerOpen", "TumaDeliveryRatioLow", "TumaLinkQueueStalled",
-		"TumaReceiptsQueueGrowing", "TumaJobsWaitingGrowing", "TumaActorRestarts", "TumaDBBatchErrors"} {
+		"TumaReceiptsQueueGrowing", "TumaJobsWaitingGrowing", "TumaActorRestarts", "TumaDBBatchErrors", "TumaSMPPBindDown"} {
 		if !seen[want] {
 			t.Errorf("alert %s missing", want)
 		}
@@ -485,8 +487,9 @@ func TestDeployMetricsExist(t *testing.T) {
 		uses = append(uses, use{"tuma.json variable", m})
 	}
 
-	// A node that has sent and delivered on every network and answered a 4xx.
-	n := startNode(t, fastSims)
+	// A node that has sent and delivered on every network, over SMPP binds (so the binds'
+	// series exist too), and answered a 4xx.
+	n := startNode(t, startSMSCs(t, smpp.SMSCConfig{ReceiptTLVs: true}).env(""))
 	a := n.register("sre@example.com")
 	n.credit(a, "100")
 	if r := n.send(a, map[string]any{"recipients": []string{"0712000001", "0733000001", "0770000001"}, "message": "hi"}); r.Status != 202 {

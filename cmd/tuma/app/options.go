@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/carriers/smpp"
 )
 
 // option is one environment variable: its default, what it means, and how it is read.
@@ -191,9 +194,12 @@ func options() []option {
 				return nil
 			},
 			func(c *Config) string { return c.DataDir }},
-		{"TUMA_CARRIERS", "sim", "carrier links: sim (in-process simulated networks)", false,
-			func(c *Config, v string) error { return oneOf(&c.Carriers, v, "sim") },
+		{"TUMA_CARRIERS", "sim", "carrier links: sim (in-process simulated networks) or smpp (SMPP 3.4 binds, configured by TUMA_SMPP_SAFARICOM, TUMA_SMPP_AIRTEL and TUMA_SMPP_TELKOM)", false,
+			func(c *Config, v string) error { return oneOf(&c.Carriers, v, "sim", "smpp") },
 			func(c *Config) string { return c.Carriers }},
+		smppOption(carriers.Safaricom),
+		smppOption(carriers.Airtel),
+		smppOption(carriers.Telkom),
 		{"TUMA_LOG_LEVEL", "info", "debug, info, warn or error", false,
 			func(c *Config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) },
 			func(c *Config) string { return strings.ToLower(c.LogLevel.String()) }},
@@ -300,6 +306,29 @@ func options() []option {
 			func(c *Config, v string) error { return prefixes(&c.TrustedProxies, v) },
 			func(c *Config) string { return prefixesString(c.TrustedProxies) }},
 	}
+}
+
+// smppOption is a network's SMPP binds: space-separated bind URLs (see smpp.ParseBinds).
+func smppOption(n carriers.Network) option {
+	name := "TUMA_SMPP_" + strings.ToUpper(n.String())
+	return option{name, "", "with TUMA_CARRIERS=smpp: " + n.String() + "'s binds, space-separated smpp://system_id:password@host:port?options URLs (README, SMPP links)", true,
+		func(c *Config, v string) error {
+			if v == "" {
+				delete(c.SMPPBinds, n)
+				c.smppRaw[n] = ""
+				return nil
+			}
+			bs, err := smpp.ParseBinds(n.String(), v)
+			if err != nil {
+				return err
+			}
+			if c.SMPPBinds == nil {
+				c.SMPPBinds = map[carriers.Network][]smpp.BindConfig{}
+			}
+			c.SMPPBinds[n], c.smppRaw[n] = bs, v
+			return nil
+		},
+		func(c *Config) string { return c.smppRaw[n] }}
 }
 
 func oneOf(dst *string, v string, allowed ...string) error {
