@@ -34,6 +34,7 @@ type Looker interface {
 
 // Outgoing is a message as a link submits it.
 type Outgoing struct {
+	AccountID   uuid.UUID // whose message: a late answer is recorded with it (Engine.LateAnswer)
 	MessageID   uuid.UUID
 	Sender      string
 	Destination string // E.164

@@ -141,6 +141,17 @@ func (e *Engine) Sync(ctx context.Context, network carriers.Network, providerID 
 	return err
 }
 
+// LateAnswer records the answer to a submit that came after the driver stopped waiting for it
+// (an SMPP submit_sm_resp past its response timeout). The message is already sent with an
+// unknown outcome; now it has its network id, so its receipt correlates.
+func (e *Engine) LateAnswer(network carriers.Network, account, messageID uuid.UUID, providerID string) {
+	if providerID == "" {
+		return
+	}
+	e.root.Send(e.receiptsFor(network, providerID), &submittedEv{s: persistence.Submitted{
+		AccountID: account, MessageID: messageID, ProviderID: providerID, Network: network, At: time.Now(), Late: true}})
+}
+
 // Receipt feeds a delivery receipt pushed by a network into the engine.
 func (e *Engine) Receipt(network carriers.Network, providerID string, st CarrierStatus) {
 	if st.Final {

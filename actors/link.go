@@ -360,7 +360,7 @@ func (l *linkActor) submitReady(ctx actor.Context) {
 // outgoing is a submit as the carrier sees it.
 func (l *linkActor) outgoing(req *submitReq) Outgoing {
 	out := Outgoing{
-		MessageID: req.msg.id, Sender: req.variant.sender, Destination: persistence.Recipient{NSN: req.msg.nsn}.E164(),
+		AccountID: req.account, MessageID: req.msg.id, Sender: req.variant.sender, Destination: persistence.Recipient{NSN: req.msg.nsn}.E164(),
 		Text: req.variant.text, Parts: req.variant.parts, Encoding: req.variant.encoding,
 	}
 	if req.msg.body != nil {

@@ -20,6 +20,9 @@ type Submitted struct {
 	ProviderID string
 	Network    carriers.Network
 	At         time.Time
+	// Late is the network's id for a message already sent with an unknown outcome (its
+	// answer came after the link stopped waiting): only the id is recorded.
+	Late bool
 }
 
 // Failure records that a message failed before a carrier accepted it.
@@ -159,9 +162,15 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 	if len(subs) == 0 {
 		return nil
 	}
+	if err := recordLateIDs(ctx, tx, subs, agg); err != nil {
+		return err
+	}
 	n := len(subs)
 	accts, ids, pids, ats := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]*string, n), make([]time.Time, n)
 	for i, s := range subs {
+		if s.Late { // matches nothing queued: the message is sent already
+			continue
+		}
 		accts[i], ids[i], ats[i] = s.AccountID, s.MessageID, s.At
 		if s.ProviderID != "" {
 			pids[i] = &subs[i].ProviderID
@@ -195,6 +204,30 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 		return fmt.Errorf("record submissions: %w", err)
 	}
 	return recordProviderRefs(ctx, tx, subs, agg, copyRefs)
+}
+
+// recordLateIDs gives messages sent with an unknown outcome the network id that came late.
+func recordLateIDs(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flushAggregate) error {
+	var accts, ids []uuid.UUID
+	var pids []string
+	for _, s := range subs {
+		if s.Late && s.ProviderID != "" {
+			accts, ids, pids = append(accts, s.AccountID), append(ids, s.MessageID), append(pids, s.ProviderID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	tag, err := tx.Exec(ctx, `
+		UPDATE messages m SET provider_message_id = u.pid, provider_status = 'ENROUTE'
+		FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS u(account_id, id, pid)
+		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'sent' AND m.provider_message_id IS NULL`,
+		accts, ids, pids)
+	if err != nil {
+		return fmt.Errorf("record late provider ids: %w", err)
+	}
+	agg.matched += int(tag.RowsAffected())
+	return nil
 }
 
 // ReusedID is a carrier message id the carrier gave to a second message of ours.

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/carriers/smpp"
@@ -21,13 +23,17 @@ import (
 // ReceiptSink takes receipts (Engine.Receipt).
 type ReceiptSink func(n carriers.Network, providerID string, st actors.CarrierStatus)
 
+// AnswerSink takes submit_sm_resp that came after their submit gave up (Engine.LateAnswer).
+type AnswerSink func(n carriers.Network, account, messageID uuid.UUID, providerID string)
+
 // Set is every network's binds.
 type Set struct {
-	nets map[carriers.Network]*link
-	sink atomic.Pointer[ReceiptSink]
-	log  *slog.Logger
-	stop chan struct{}
-	done sync.WaitGroup
+	nets    map[carriers.Network]*link
+	sink    atomic.Pointer[ReceiptSink]
+	answers atomic.Pointer[AnswerSink]
+	log     *slog.Logger
+	stop    chan struct{}
+	done    sync.WaitGroup
 }
 
 // New opens the binds of each network named in binds. Receipts that arrive before Deliver
@@ -37,7 +43,8 @@ func New(binds map[carriers.Network][]smpp.BindConfig, log *slog.Logger, m *smpp
 	for n, cfgs := range binds {
 		l := &link{network: n, set: s, parts: newParts()}
 		for _, c := range cfgs {
-			b, err := smpp.NewBind(c, smpp.BindHooks{Deliver: l.deliver}, log.With("network", n.String()), m)
+			b, err := smpp.NewBind(c, smpp.BindHooks{Deliver: l.deliver, LateResp: l.lateResp},
+				log.With("network", n.String()), m)
 			if err != nil {
 				s.Close()
 				return nil, fmt.Errorf("%s: %w", n, err)
@@ -53,6 +60,9 @@ func New(binds map[carriers.Network][]smpp.BindConfig, log *slog.Logger, m *smpp
 
 // Deliver routes receipts to f.
 func (s *Set) Deliver(f ReceiptSink) { s.sink.Store(&f) }
+
+// Answers routes late submit answers to f.
+func (s *Set) Answers(f AnswerSink) { s.answers.Store(&f) }
 
 // Carriers is the engine's view of the links.
 func (s *Set) Carriers() map[carriers.Network]actors.Carrier {
@@ -120,6 +130,12 @@ func (s *Set) sweep() {
 				for _, r := range l.parts.expire(now) {
 					l.emit(r.id, r.st)
 				}
+				l.waiting.Range(func(k, v any) bool {
+					if now.Sub(v.(lateSubmit).at) > lateAnswerWait {
+						l.waiting.Delete(k)
+					}
+					return true
+				})
 			}
 		}
 	}
@@ -132,6 +148,37 @@ type link struct {
 	binds   []*smpp.Bind
 	next    atomic.Uint32
 	parts   *parts
+	waiting sync.Map // *smpp.PDU → lateSubmit: submits that gave up waiting for their resp
+}
+
+// lateSubmit is a message whose first submit_sm went unanswered in time.
+type lateSubmit struct {
+	out actors.Outgoing
+	at  time.Time
+}
+
+// lateAnswerWait is how long an unanswered submit_sm is remembered for its resp.
+const lateAnswerWait = 10 * time.Minute
+
+// lateResp records the network id of a message whose submit_sm_resp came too late.
+func (l *link) lateResp(req, resp *smpp.PDU) {
+	v, ok := l.waiting.LoadAndDelete(req)
+	if !ok || resp.Status != smpp.StatusOK {
+		return
+	}
+	out := v.(lateSubmit).out
+	if f := l.set.answers.Load(); f != nil {
+		(*f)(l.network, out.AccountID, out.MessageID, smpp.NormalizeID(resp.MessageID))
+	}
+}
+
+// submitFirst sends a message's first (or only) part, remembering it if the resp is late.
+func (l *link) submitFirst(ctx context.Context, b *smpp.Bind, p *smpp.PDU, m actors.Outgoing) (*smpp.PDU, error) {
+	resp, err := b.Submit(ctx, p)
+	if errors.Is(err, smpp.ErrNoResponse) {
+		l.waiting.Store(p, lateSubmit{out: m, at: time.Now()})
+	}
+	return resp, err
 }
 
 // pick is the next bound bind, or nil when none is.
@@ -164,7 +211,7 @@ func (l *link) Submit(ctx context.Context, m actors.Outgoing) (string, error) {
 			ESMClass: p.ESMClass, DataCoding: p.DataCoding, RegisteredDelivery: 1, ShortMessage: p.ShortMessage, TLVs: p.TLVs}
 	}
 	if len(ps) == 1 {
-		resp, err := b.Submit(ctx, pdu(ps[0]))
+		resp, err := l.submitFirst(ctx, b, pdu(ps[0]), m)
 		if err != nil {
 			return "", mapErr(err)
 		}
@@ -176,7 +223,13 @@ func (l *link) Submit(ctx context.Context, m actors.Outgoing) (string, error) {
 	var refused *actors.CarrierStatus
 	defer func() { l.parts.done(lm, refused, l.emit) }()
 	for i, p := range ps {
-		resp, err := l.submitPart(ctx, b, pdu(p), i > 0)
+		var resp *smpp.PDU
+		var err error
+		if i == 0 {
+			resp, err = l.submitFirst(ctx, b, pdu(p), m)
+		} else {
+			resp, err = l.submitPart(ctx, b, pdu(p))
+		}
 		if err != nil {
 			if i == 0 {
 				return "", mapErr(err)
@@ -198,11 +251,11 @@ const maxPartThrottles = 100
 
 // submitPart submits one part. Later parts of a message are not left half sent for a
 // throttle: they wait their turn and go again, for as long as the context allows.
-func (l *link) submitPart(ctx context.Context, b *smpp.Bind, pdu *smpp.PDU, later bool) (*smpp.PDU, error) {
+func (l *link) submitPart(ctx context.Context, b *smpp.Bind, pdu *smpp.PDU) (*smpp.PDU, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := b.Submit(ctx, pdu)
 		var st smpp.Status
-		if !later || attempt == maxPartThrottles || !errors.As(err, &st) || smpp.Classify(st) != smpp.ClassThrottle {
+		if attempt == maxPartThrottles || !errors.As(err, &st) || smpp.Classify(st) != smpp.ClassThrottle {
 			return resp, err
 		}
 	}

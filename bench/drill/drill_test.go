@@ -105,7 +105,20 @@ func TestCrashDrillNoticesFaults(t *testing.T) {
 		mustFail(t, runDrill(t, "crash", "skip-refunds"), "crash", "ledger")
 	})
 	t.Run("release-keys", func(t *testing.T) {
-		mustFail(t, runDrill(t, "crash", "release-keys"), "crash", "claims kept on unknown outcomes")
+		// A key given back shows only when a send answered 503 (its outcome unknown) is
+		// retried within the claim's lease, which depends on where the kills land: about one
+		// short run in four has no such retry (measured: 2 of 8). The check must notice the
+		// fault within a few runs; it never fails without it (TestCrashDrill).
+		const tries = 4
+		for i := 1; ; i++ {
+			rep := runDrill(t, "crash", "release-keys")
+			row, ok := rep.Row("crash", "claims kept on unknown outcomes")
+			if !ok || !row.Pass || i == tries {
+				mustFail(t, rep, "crash", "claims kept on unknown outcomes")
+				return
+			}
+			t.Logf("run %d had no retry within a lease (%s); running again", i, row.Figure)
+		}
 	})
 }
 

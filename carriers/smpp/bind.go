@@ -24,7 +24,9 @@ type Bind struct {
 	cur    atomic.Pointer[session] // nil unless bound
 	slots  chan struct{}           // the window: one token per submit awaiting its resp
 	pace   sync.Mutex
-	next   time.Time    // the next submit's turn under the TPS cap
+	next   time.Time   // the next submit's turn under the TPS cap
+	sent   []time.Time // when the last TPS submits were let go (a ring), for the cap
+	sentAt int
 	hold   atomic.Int64 // unix nanos until which a throttled bind holds its submits
 	ref    atomic.Uint32
 	stop   chan struct{}
@@ -216,29 +218,62 @@ func (b *Bind) Query(ctx context.Context, messageID string, source string, ton, 
 	return resp, nil
 }
 
-// wait takes the submit's turn: after a throttle hold, and spaced 1/TPS from the last.
+// wait takes the submit's turn: after any throttle hold, and under the TPS cap. Turns are
+// reserved 1/TPS apart, so waiters sleep spread out; a sleeper that wakes late could bring two
+// submits closer and put one too many in a second, so each is also checked against the
+// submits let go in the last second (a window of TPS send times), which a late turn does not
+// slow down either.
 func (b *Bind) wait(ctx context.Context) error {
 	until := time.Unix(0, b.hold.Load())
-	if b.cfg.TPS > 0 {
-		b.pace.Lock()
-		turn := time.Now()
-		for _, t := range []time.Time{b.next, until} {
-			if t.After(turn) {
-				turn = t
-			}
-		}
-		b.next = turn.Add(time.Second / time.Duration(b.cfg.TPS))
-		b.pace.Unlock()
-		until = turn
+	if b.cfg.TPS == 0 {
+		return sleepUntil(ctx, until)
 	}
-	d := time.Until(until)
+	interval := time.Second / time.Duration(b.cfg.TPS)
+	b.pace.Lock()
+	turn := time.Now()
+	for _, t := range []time.Time{b.next, until} {
+		if t.After(turn) {
+			turn = t
+		}
+	}
+	b.next = turn.Add(interval)
+	if b.sent == nil {
+		b.sent = make([]time.Time, min(b.cfg.TPS, maxPaceWindow))
+	}
+	b.pace.Unlock()
+	if err := sleepUntil(ctx, turn); err != nil {
+		return err
+	}
+	for {
+		b.pace.Lock()
+		now := time.Now()
+		oldest := b.sent[b.sentAt] // the submit len(sent) submits ago
+		if now.Sub(oldest) >= time.Second {
+			b.sent[b.sentAt] = now
+			b.sentAt = (b.sentAt + 1) % len(b.sent)
+			b.pace.Unlock()
+			return nil
+		}
+		b.pace.Unlock()
+		if err := sleepUntil(ctx, oldest.Add(time.Second)); err != nil {
+			return err
+		}
+	}
+}
+
+// maxPaceWindow bounds the send times a bind keeps for its TPS cap; above it, the cap is kept
+// by the spacing of turns alone.
+const maxPaceWindow = 100_000
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	tm := time.NewTimer(d)
+	defer tm.Stop()
 	select {
-	case <-t.C:
+	case <-tm.C:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

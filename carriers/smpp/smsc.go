@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,10 @@ type SMSCConfig struct {
 	ReceiptTLVs  bool          // add receipted_message_id and message_state to receipts
 	// ReceiptsFirst writes each receipt before its submit_sm_resp, a race real SMSCs show.
 	ReceiptsFirst bool
+	// SlowPrefix delays the submit_sm_resp of destinations starting with it by SlowDelay
+	// (an SMSC answering after the client's response timeout).
+	SlowPrefix string
+	SlowDelay  time.Duration
 }
 
 // SMSCStats counts what an SMSC did.
@@ -267,6 +272,10 @@ func (c *smscConn) handle(p *PDU) bool {
 		return true
 	case SubmitSM:
 		c.submit(p, &resp)
+		if s.cfg.SlowPrefix != "" && strings.HasPrefix(p.Dest, s.cfg.SlowPrefix) {
+			time.AfterFunc(s.cfg.SlowDelay, func() { _ = c.w.send(&resp) })
+			return false
+		}
 	case QuerySM:
 		s.queries.Add(1)
 		s.mu.Lock()

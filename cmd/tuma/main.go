@@ -113,6 +113,27 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		_, err = bench.RunContacts(ctx, cfg, stdout)
 		return err
 	}
+	if len(args) > 0 && args[0] == "kannel" {
+		cfg, err := bench.ParseKannelArgs(args[1:], stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return bench.RunKannel(ctx, cfg, stdout)
+	}
+	if len(args) > 0 && args[0] == "smpp" {
+		cfg, err := bench.ParseSMPPArgs(args[1:], stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		_, err = bench.RunSMPP(ctx, cfg, stdout)
+		return err
+	}
 	if len(args) > 0 && args[0] == "campaign" {
 		cfg, err := bench.ParseCampaignArgs(args[1:], lookup, stderr)
 		if errors.Is(err, flag.ErrHelp) {

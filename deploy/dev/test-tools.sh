@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite drives beyond Go, PostgreSQL and Redis, when it is missing:
 #   - Chromium, for the browser test of the checkout page (Debian's chromium package);
+#   - Node.js and npm, for the SMPP interoperability test (node-smpp as the SMSC; the test
+#     installs the package itself into a temporary folder);
 #   - promtool, for the alert-rule tests (taken out of Debian's prometheus package without
 #     installing it, so no Prometheus service is set up on the machine).
 # Prints the directory to put on PATH for promtool. Safe to run again and again.
@@ -22,6 +24,14 @@ else
 	say "installing Chromium (apt-get install chromium)"
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null ||
 		{ as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null; }
+fi
+
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+	say "Node.js and npm are installed"
+else
+	say "installing Node.js and npm (apt-get install nodejs npm)"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm >/dev/null ||
+		{ as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm >/dev/null; }
 fi
 
 if command -v promtool >/dev/null 2>&1 || [ -x "$tools/bin/promtool" ]; then

@@ -239,6 +239,7 @@ func (a *App) startEngine(ctx context.Context) error {
 	}
 	if a.smpp != nil {
 		a.smpp.Deliver(a.engine.Receipt)
+		a.smpp.Answers(a.engine.LateAnswer)
 	}
 	return nil
 }

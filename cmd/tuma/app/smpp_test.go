@@ -149,3 +149,27 @@ func TestSMPPBindDropLosesNothing(t *testing.T) {
 		t.Fatalf("the SMSC saw %+v", got)
 	}
 }
+
+// A submit_sm_resp that comes after the response timeout leaves the message sent with an
+// unknown outcome, not sent again; the late resp gives it its id, and its receipt settles it.
+func TestSMPPLateRespStillCorrelates(t *testing.T) {
+	s := startSMSCs(t, smpp.SMSCConfig{ReceiptDelay: 500 * time.Millisecond, ReceiptTLVs: true,
+		SlowPrefix: "254712", SlowDelay: 300 * time.Millisecond})
+	n := startNode(t, s.env("response_timeout=100ms"))
+	a := n.register("late@example.com")
+	n.credit(a, "10")
+	if r := n.send(a, map[string]any{"recipients": numbers(3, 0), "message": "late"}); r.Status != 202 {
+		t.Fatalf("send = %d %s", r.Status, r.Body)
+	}
+	if st := n.waitDone(a, 3); st["delivered"] != 3.0 {
+		t.Fatalf("stats %v: want 3 delivered", st)
+	}
+	if got := s["safaricom"].Stats().Submits; got != 3 {
+		t.Fatalf("%d submits for 3 messages: an unanswered submit was sent again", got)
+	}
+	for _, m := range n.do("GET", "/sms/messages", nil, key(a)...).json(t)["data"].([]any) {
+		if m.(map[string]any)["provider_message_id"] == nil {
+			t.Fatalf("message without its late id: %v", m)
+		}
+	}
+}
