@@ -305,6 +305,18 @@ func TestNodeSMPPInterop(t *testing.T) {
 	}
 }
 
+// The bind's TON/NPI options replace the choice by the sender's form.
+func TestNodeSMPPAddressTypes(t *testing.T) {
+	s := startNodeSMSC(t)
+	c, _ := nodeLink(t, s, "source_ton=1&source_npi=1&dest_ton=2&dest_npi=8")
+	submit(t, c, outgoing("+254712000009", "ton"))
+	sub := s.submitsTo("254712000009", 1)
+	if len(sub) != 1 || sub[0]["source_addr_ton"] != 1.0 || sub[0]["source_addr_npi"] != 1.0 ||
+		sub[0]["dest_addr_ton"] != 2.0 || sub[0]["dest_addr_npi"] != 8.0 {
+		t.Fatalf("submit %v", sub)
+	}
+}
+
 func TestNodeSMPPThrottling(t *testing.T) {
 	s := startNodeSMSC(t, "--tps", "20", "--receipt-delay-ms", "10")
 	c, rs := nodeLink(t, s, "")

@@ -205,9 +205,15 @@ func (l *link) Submit(ctx context.Context, m actors.Outgoing) (string, error) {
 		return "", fmt.Errorf("%w: %w", actors.ErrRejected, err)
 	}
 	ton, npi := sourceAddr(m.Sender)
+	if cfg.SourceTON >= 0 {
+		ton = byte(cfg.SourceTON)
+	}
+	if cfg.SourceNPI >= 0 {
+		npi = byte(cfg.SourceNPI)
+	}
 	dest := strings.TrimPrefix(m.Destination, "+")
 	pdu := func(p smpp.Part) *smpp.PDU {
-		return &smpp.PDU{SourceTON: ton, SourceNPI: npi, Source: m.Sender, DestTON: 1, DestNPI: 1, Dest: dest,
+		return &smpp.PDU{SourceTON: ton, SourceNPI: npi, Source: m.Sender, DestTON: cfg.DestTON, DestNPI: cfg.DestNPI, Dest: dest,
 			ESMClass: p.ESMClass, DataCoding: p.DataCoding, RegisteredDelivery: 1, ShortMessage: p.ShortMessage, TLVs: p.TLVs}
 	}
 	if len(ps) == 1 {

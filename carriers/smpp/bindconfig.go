@@ -26,6 +26,11 @@ type BindConfig struct {
 	ThrottlePause   time.Duration // how long the bind holds its submits after ESME_RTHROTTLED
 	Concat          Concat
 	IDForm          MessageIDForm // how receipt texts write the resp's message id
+	// SourceTON and SourceNPI, when set (0 to 255), replace the choice by the sender's form
+	// (alphanumeric 5/0, short code 3/0, number 1/1) for every message of the bind.
+	SourceTON, SourceNPI int  // -1: by the sender's form
+	DestTON, DestNPI     byte // the destination's (1/1: international, E.164)
+	AddrTON, AddrNPI     byte // bind_transceiver's addr_ton/addr_npi (usually 0/0)
 }
 
 // Defaults for what a bind URL leaves out.
@@ -42,6 +47,9 @@ const (
 // space-separated URLs of the form
 //
 //	smpp://system_id:password@host:port?window=100&tps=50&binds=2&system_type=&enquire_link=30s&response_timeout=10s&reconnect=1s-30s&throttle_pause=100ms&concat=udh&ids=same
+//
+// and source_ton, source_npi (default: by the sender's form), dest_ton, dest_npi (1, 1),
+// bind_ton, bind_npi (0, 0).
 //
 // binds=N opens N identical binds. Names are prefix-1, prefix-2, …
 func ParseBinds(prefix, value string) ([]BindConfig, error) {
@@ -76,7 +84,8 @@ func parseBindURL(raw string) (BindConfig, int, error) {
 	}
 	c := BindConfig{Addr: u.Host, Window: DefaultWindow, EnquireLink: DefaultEnquireLink,
 		ResponseTimeout: DefaultResponseTimeout, ReconnectMin: DefaultReconnectMin,
-		ReconnectMax: DefaultReconnectMax, ThrottlePause: DefaultThrottlePause}
+		ReconnectMax: DefaultReconnectMax, ThrottlePause: DefaultThrottlePause, SourceTON: -1, SourceNPI: -1,
+		DestTON: 1, DestNPI: 1}
 	if u.User != nil {
 		c.SystemID = u.User.Username()
 		c.Password, _ = u.User.Password()
@@ -113,6 +122,18 @@ func parseBindURL(raw string) (BindConfig, int, error) {
 			c.Concat, err = ParseConcat(v)
 		case "ids":
 			c.IDForm, err = ParseMessageIDForm(v)
+		case "source_ton":
+			err = intIn(&c.SourceTON, v, 0, 255)
+		case "source_npi":
+			err = intIn(&c.SourceNPI, v, 0, 255)
+		case "dest_ton":
+			err = byteIn(&c.DestTON, v)
+		case "dest_npi":
+			err = byteIn(&c.DestNPI, v)
+		case "bind_ton":
+			err = byteIn(&c.AddrTON, v)
+		case "bind_npi":
+			err = byteIn(&c.AddrNPI, v)
 		default:
 			err = errors.New("unknown option")
 		}
@@ -155,6 +176,15 @@ func intIn(dst *int, v string, lo, hi int) error {
 		return fmt.Errorf("want a whole number from %d to %d", lo, hi)
 	}
 	*dst = n
+	return nil
+}
+
+func byteIn(dst *byte, v string) error {
+	var n int
+	if err := intIn(&n, v, 0, 255); err != nil {
+		return err
+	}
+	*dst = byte(n)
 	return nil
 }
 

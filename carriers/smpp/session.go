@@ -220,7 +220,7 @@ func nackStatus(err error) Status {
 func (s *session) bind(ctx context.Context) error {
 	cfg := s.b.cfg
 	resp, err := s.call(ctx, &PDU{Header: Header{ID: BindTransceiver}, SystemID: cfg.SystemID,
-		Password: cfg.Password, SystemType: cfg.SystemType, InterfaceVersion: 0x34})
+		Password: cfg.Password, SystemType: cfg.SystemType, InterfaceVersion: 0x34, AddrTON: cfg.AddrTON, AddrNPI: cfg.AddrNPI})
 	if err != nil {
 		return fmt.Errorf("smpp: bind: %w", err)
 	}

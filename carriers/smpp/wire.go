@@ -143,7 +143,7 @@ func (w *wire) read() ([]byte, error) {
 		}
 		return nil, io.ErrUnexpectedEOF
 	}
-	buf := make([]byte, 0, 2*w.br.Size())
+	buf := make([]byte, 0, 4096) // doubled as octets come in, up to n
 	for len(buf) < n {
 		if len(buf) == cap(buf) {
 			buf = append(buf, make([]byte, min(n, 2*cap(buf))-cap(buf))...)[:len(buf)]

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/tuma-sms/tuma/actors"
@@ -229,6 +230,7 @@ func (a *App) startEngine(ctx context.Context) error {
 		LowBalanceCents: cfg.LowBalanceCents,
 		HandOffBudget:   handOffBudget(cfg.HandOffMessages),
 		CampaignWindow:  cfg.CampaignWindow,
+		JobWindow:       jobWindow(cfg.JobWindow),
 		Links:           links,
 	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: cs})
 	if err != nil {
@@ -242,6 +244,14 @@ func (a *App) startEngine(ctx context.Context) error {
 		a.smpp.Answers(a.engine.LateAnswer)
 	}
 	return nil
+}
+
+// jobWindow is TUMA_JOB_WINDOW as the engine takes it: 0 turns the limit off.
+func jobWindow(n int) int {
+	if n == 0 {
+		return math.MaxInt32
+	}
+	return n
 }
 
 // handOffBudget is TUMA_HANDOFF_MESSAGES as the engine takes it: 0 turns hand-offs off.

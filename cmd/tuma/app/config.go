@@ -46,6 +46,7 @@ type Config struct {
 	SharedSenderID   string
 	HandOffMessages  int
 	CampaignWindow   int
+	JobWindow        int // 0: no limit
 	SenderFees       SenderFees
 	DataDir          string
 	Carriers         string

@@ -46,6 +46,9 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 			"TUMA_PAYMENT_SECRET_KEY"},
 		{map[string]string{"TUMA_SHARED_SENDER_ID": "TOO LONG NAME"}, "TUMA_SHARED_SENDER_ID"},
 		{map[string]string{"TUMA_LOG_LEVEL": "loud"}, "TUMA_LOG_LEVEL"},
+		{map[string]string{"TUMA_JOB_WINDOW": "-1"}, "TUMA_JOB_WINDOW"},
+		{map[string]string{"TUMA_SMPP_AIRTEL": "smpp://tuma:pw@host"}, "TUMA_SMPP_AIRTEL"},
+		{map[string]string{"TUMA_CARRIERS": "smpp", "TUMA_SMPP_SAFARICOM": "smpp://a:b@h:1"}, "TUMA_SMPP_AIRTEL"},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(env(tt.vars))
@@ -65,6 +68,7 @@ func TestPrintRedactsSecrets(t *testing.T) {
 		"TUMA_ADMIN_TOKEN":  "super-secret-admin-token",
 		"TUMA_SMTP_URL":     "smtp://mailer:mail-password@smtp.example.com:587",
 		"TUMA_DATABASE_URL": "postgres://tuma:db-password@db:5432/tuma",
+		"TUMA_SMPP_TELKOM":  "smpp://tuma:smpppw@10.0.0.9:2775",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +78,7 @@ func TestPrintRedactsSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, secret := range []string{"super-secret-admin-token", "mail-password", "db-password", c.JWTSecret} {
+	for _, secret := range []string{"super-secret-admin-token", "mail-password", "db-password", "smpppw", c.JWTSecret} {
 		if strings.Contains(out, secret) {
 			t.Errorf("config output reveals %q:\n%s", secret, out)
 		}
@@ -191,18 +195,18 @@ func TestLimitDefaultsAndZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.AuthLimitPerIP != 60 || c.SignupLimitPerIP != 10 || c.CodeAttemptsPerDay != 20 || c.DeliveryChecksPerMinute != 60 ||
-		c.LocalLimitKeys != 100_000 || c.MailGiveUp != 24*time.Hour || c.MetricsAddr != "" || c.Pprof {
+		c.LocalLimitKeys != 100_000 || c.MailGiveUp != 24*time.Hour || c.MetricsAddr != "" || c.Pprof || c.JobWindow != 256 {
 		t.Errorf("defaults = %+v", c)
 	}
 	zero := map[string]string{}
 	for _, name := range []string{"TUMA_AUTH_LIMIT_PER_IP", "TUMA_SIGNUP_LIMIT_PER_IP", "TUMA_CODE_ATTEMPTS_PER_DAY",
-		"TUMA_DELIVERY_CHECKS_PER_MINUTE", "TUMA_LOCAL_LIMIT_KEYS", "TUMA_MAIL_GIVE_UP"} {
+		"TUMA_DELIVERY_CHECKS_PER_MINUTE", "TUMA_LOCAL_LIMIT_KEYS", "TUMA_MAIL_GIVE_UP", "TUMA_JOB_WINDOW"} {
 		zero[name] = "0"
 	}
 	if c, err = LoadConfig(env(zero)); err != nil {
 		t.Fatalf("0 must turn each limit off: %v", err)
 	}
-	if c.AuthLimitPerIP != 0 || c.MailGiveUp != 0 {
+	if c.AuthLimitPerIP != 0 || c.MailGiveUp != 0 || c.JobWindow != 0 {
 		t.Errorf("zeros = %+v", c)
 	}
 }
