@@ -28,7 +28,9 @@
 // Flow control. A job keeps at most JobWindow messages outstanding per network; a message
 // stops being outstanding when its receipts shard has durably recorded its submit outcome.
 // So memory is bounded whatever the job size, and a slow network holds back only its own
-// traffic. Mailboxes are unbounded; nothing is ever dropped.
+// traffic. A link that runs dry while jobs wait on their windows asks the shards for the
+// outcomes, which then flush at once instead of waiting to fill (ReceiptsInterval).
+// Mailboxes are unbounded; nothing is ever dropped.
 //
 // Ordering. A receipts shard applies, in one transaction per flush, submissions before
 // failures before receipts; a transition only applies from an earlier state, so duplicates

@@ -92,10 +92,13 @@ type Engine struct {
 
 	epochs    atomic.Int64 // numbers tenant incarnations
 	handedOff atomic.Int64 // messages of handed-off jobs still with the links (HandOffBudget)
-	ready     chan struct{}
-	readyOnce sync.Once
-	accepting atomic.Bool
-	stopped   sync.Once
+	// jobsBlocked counts, per network, the jobs that have used their window there and wait
+	// for outcomes to send more.
+	jobsBlocked [carriers.NetworkSlots]atomic.Int64
+	ready       chan struct{}
+	readyOnce   sync.Once
+	accepting   atomic.Bool
+	stopped     sync.Once
 	// expansions bounds concurrent COPYs of large jobs: a burst of big sends must not fill
 	// the database with bulk inserts ahead of everything else.
 	expansions chan struct{}

@@ -336,3 +336,20 @@ func TestLiveStatusSyncsWithoutPushedReceipts(t *testing.T) {
 		t.Errorf("unknown id error = %v; want ErrUnknownMessage", err)
 	}
 }
+
+// A job that has used its window waits for its outcomes, and once its link has nothing else
+// to do they are written at once, not when a receipts flush would have filled (here never: an
+// hour and 100,000 events). Only the last window, which nothing waits on, may stay buffered.
+func TestAJobWaitingForItsWindowGetsItsOutcomesAtOnce(t *testing.T) {
+	const window = 10
+	w := newWorld(t, actors.Options{JobWindow: window, ReceiptsInterval: time.Hour, ReceiptsBatch: 100_000}, nil)
+	acct := w.account(1000_00)
+	rs := recipients(6*window, carriers.Safaricom, 7)
+	if _, err := w.send(acct, rs, "window"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "every submission but the last window's to be recorded", func() (bool, string) {
+		c := w.counts(acct)
+		return c.Queued <= window, fmt.Sprintf("%+v", c)
+	})
+}

@@ -52,6 +52,9 @@ type jobState struct {
 	// cancelled: its campaign was cancelled; settling/settled: what it never handed over is
 	// being, or has been, failed and refunded.
 	cancelled, settling, settled bool
+	// blocked: its window on a network is used up with more to send (counted in the
+	// engine's jobsBlocked, which tells a link running dry that outcomes are awaited).
+	blocked [carriers.NetworkSlots]bool
 }
 
 // jobPage is how many open messages a job reads from the database at a time.
@@ -110,6 +113,9 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		j.giveBack(min(done, st.budget))
 		j.pump(ctx)
 	case *actor.Stopped:
+		for n := range st.blocked {
+			j.setBlocked(carriers.Network(n), false)
+		}
 		j.e.jobs.CompareAndDelete(st.start.id, ctx.Self())
 		j.e.m.jobsActive.Dec()
 		j.giveBack(st.budget)
@@ -212,6 +218,7 @@ func (j *jobActor) pump(ctx actor.Context) {
 		if len(st.queues[n]) > 0 || st.outstanding[n] > 0 {
 			done = false
 		}
+		j.setBlocked(carriers.Network(n), len(st.queues[n]) > 0)
 	}
 	if done && st.cancelled && !st.settled {
 		j.settleCancelled(ctx)
@@ -239,6 +246,19 @@ func (j *jobActor) pump(ctx actor.Context) {
 			st.handedOff, st.budget = true, held
 			ctx.Send(st.tenant, &jobHandedOff{id: st.start.id})
 		}
+	}
+}
+
+// setBlocked notes whether the job waits for outcomes on network n to send more.
+func (j *jobActor) setBlocked(n carriers.Network, b bool) {
+	if j.st.blocked[n] == b {
+		return
+	}
+	j.st.blocked[n] = b
+	if b {
+		j.e.jobsBlocked[n].Add(1)
+	} else {
+		j.e.jobsBlocked[n].Add(-1)
 	}
 }
 

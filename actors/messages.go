@@ -127,7 +127,10 @@ type (
 	}
 	// outcomesDurable: submit outcomes of this many messages per network are recorded.
 	outcomesDurable struct{ n [carriers.NetworkSlots]int }
-	reloadJob       struct{}
+	// outcomesWanted: a link has run dry while jobs wait for outcomes to send more; the
+	// receipts shards write submit outcomes without waiting for a flush to fill.
+	outcomesWanted struct{}
+	reloadJob      struct{}
 )
 
 // dispatchMsg is a message in flight through the engine, kept compact: the text is shared by

@@ -32,6 +32,9 @@ type receiptsState struct {
 	late       map[lateKey]time.Time // receipts that matched nothing yet, by first sight
 	draining   []*actor.PID
 	queued     int // events buffered, as last added to the queue-depth gauge
+	// eager: a job waits for its outcomes, so the next submit outcomes are written without
+	// waiting for the buffer to fill; the flush that takes them ends it.
+	eager bool
 
 	// sent remembers which message each provider id of this shard belongs to, from its
 	// submission, so its receipt is written by primary key instead of through provider_refs.
@@ -98,6 +101,9 @@ type receiptBatch struct {
 }
 
 func (b *receiptBatch) size() int { return len(b.Submitted) + len(b.Failed) + len(b.Receipts) }
+
+// outcomes counts the submit outcomes (what jobs wait for before sending more).
+func (b *receiptBatch) outcomes() int { return len(b.Submitted) + len(b.Failed) }
 
 // take removes up to max events for one flush. Flushes stay short (they hold row locks on
 // counters and push WAL ahead of accepts' commits), and receipts are only taken once every
@@ -180,6 +186,11 @@ func (r *receiptsActor) Receive(ctx actor.Context) {
 	case *flushTimer:
 		st.armed = false
 		r.flush(ctx)
+	case *outcomesWanted:
+		st.eager = true
+		if st.buf.outcomes() > 0 {
+			r.flush(ctx)
+		}
 	case *drain:
 		st.draining = append(st.draining, ctx.Sender())
 		r.flush(ctx)
@@ -210,7 +221,7 @@ func (r *receiptsActor) takeInbox(ctx actor.Context) {
 
 func (r *receiptsActor) maybeFlush(ctx actor.Context) {
 	st := r.st
-	if st.buf.size() >= r.e.opts.ReceiptsBatch {
+	if st.buf.size() >= r.e.opts.ReceiptsBatch || (st.eager && st.buf.outcomes() > 0) {
 		r.flush(ctx)
 		return
 	}
@@ -227,6 +238,9 @@ func (r *receiptsActor) flush(ctx actor.Context) {
 	}
 	batch := st.buf.take(5 * r.e.opts.ReceiptsBatch)
 	st.flushing = true
+	if batch.outcomes() > 0 {
+		st.eager = false
+	}
 	self, root, m := ctx.Self(), r.e.root, r.e.m
 	r.e.goIO(time.Minute, func(c context.Context) {
 		start := time.Now()

@@ -10,6 +10,7 @@
 #   KANNEL_BULK       recipients of the bulk message (default 10000)
 #   KANNEL_BINDS      binds per side (default 1: one bind_transceiver each, window 100)
 #   KANNEL_DATABASE_URL  Tuma's database (default postgres://postgres@127.0.0.1:5432/tuma_kannel_cmp)
+#   KANNEL_SKIP=1     Tuma's half only (no Kannel needed): for tuning Tuma between comparisons
 #
 # Needs: bin/tuma (make build), Kannel (apt-get install kannel), Node.js and npm, PostgreSQL
 # and Redis running.
@@ -23,7 +24,10 @@ BINDS=${KANNEL_BINDS:-1}
 DB=${KANNEL_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/tuma_kannel_cmp?sslmode=disable}
 PORT=18090
 TOKEN="kannel-cmp-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
-for cmd in bearerbox smsbox node npm psql curl; do
+SKIP=${KANNEL_SKIP:-0}
+need="node npm psql curl"
+[ "$SKIP" = 1 ] || need="bearerbox smsbox $need"
+for cmd in $need; do
 	command -v "$cmd" >/dev/null || { echo "kannel.sh: $cmd is missing" >&2; exit 2; }
 done
 [ -x "$BIN" ] || { echo "kannel.sh: build bin/tuma first (make build)" >&2; exit 2; }
@@ -44,6 +48,7 @@ cp carriers/smpp/testdata/nodesmsc/{package.json,package-lock.json,smsc.js} "$W/
 smsc() {
 	node "$W/smsc.js" --no-stdin --counts-only --receipt-delay-ms 10 >"$W/smsc-$1.log" 2>&1 </dev/null &
 	pids+=($!)
+	SMSC_PID=$!
 	for _ in $(seq 1 100); do
 		SMSC_PORT=$(sed -nE 's/.*"listening","port":([0-9]+).*/\1/p' "$W/smsc-$1.log")
 		[ -n "$SMSC_PORT" ] && return 0
@@ -83,66 +88,70 @@ drained() {
 row() { printf '| %-6s | %-34s | %10s | %12s |\n' "$@"; }
 
 # --- Kannel ---------------------------------------------------------------------------------
-smsc kannel
-cat >"$W/kannel.conf" <<EOF
-group = core
-admin-port = 13000
-admin-password = bench
-smsbox-port = 13001
-box-allow-ip = "127.0.0.1"
-log-file = "$W/bearerbox.log"
-log-level = 3
-dlr-storage = internal
+k_small_rate=- k_small_cpu=- k_bulk=- k_bulk_cpu=-
+if [ "$SKIP" != 1 ]; then
+	smsc kannel
+	cat >"$W/kannel.conf" <<-EOF
+	group = core
+	admin-port = 13000
+	admin-password = bench
+	smsbox-port = 13001
+	box-allow-ip = "127.0.0.1"
+	log-file = "$W/bearerbox.log"
+	log-level = 3
+	dlr-storage = internal
 
-group = smsc
-smsc = smpp
-smsc-id = node
-host = 127.0.0.1
-port = $SMSC_PORT
-transceiver-mode = true
-smsc-username = tuma
-smsc-password = secret
-system-type = ""
-max-pending-submits = 100
-msg-id-type = 0x03
-instances = $BINDS
-log-level = 3
+	group = smsc
+	smsc = smpp
+	smsc-id = node
+	host = 127.0.0.1
+	port = $SMSC_PORT
+	transceiver-mode = true
+	smsc-username = tuma
+	smsc-password = secret
+	system-type = ""
+	max-pending-submits = 100
+	msg-id-type = 0x03
+	instances = $BINDS
+	log-level = 3
 
-group = smsbox
-bearerbox-host = 127.0.0.1
-sendsms-port = 13013
-log-file = "$W/smsbox.log"
-log-level = 3
+	group = smsbox
+	bearerbox-host = 127.0.0.1
+	sendsms-port = 13013
+	log-file = "$W/smsbox.log"
+	log-level = 3
 
-group = sendsms-user
-username = tuma
-password = bench
-max-messages = 10
-concatenation = true
-EOF
-bearerbox "$W/kannel.conf" >"$W/bearerbox.out" 2>&1 &
-bb=$!
-pids+=($bb)
-sleep 1
-smsbox "$W/kannel.conf" >"$W/smsbox.out" 2>&1 &
-sb=$!
-pids+=($sb)
-for _ in $(seq 1 100); do grep -q '"event":"bind"' "$W/smsc-kannel.log" && curl -s -o /dev/null "http://127.0.0.1:13013/" && break; sleep 0.1; done
+	group = sendsms-user
+	username = tuma
+	password = bench
+	max-messages = 10
+	concatenation = true
+	EOF
+	bearerbox "$W/kannel.conf" >"$W/bearerbox.out" 2>&1 &
+	bb=$!
+	pids+=($bb)
+	sleep 1
+	smsbox "$W/kannel.conf" >"$W/smsbox.out" 2>&1 &
+	sb=$!
+	pids+=($sb)
+	for _ in $(seq 1 100); do grep -q '"event":"bind"' "$W/smsc-kannel.log" && curl -s -o /dev/null "http://127.0.0.1:13013/" && break; sleep 0.1; done
 
-echo "## Kannel $(bearerbox --version 2>&1 | sed -nE "s/.*version \`([^']+)'.*/\1/p") (bearerbox + smsbox)"
-c0=$(cpu "$bb" "$sb"); s0=$(submits kannel); T0=$(date +%s.%N)
-"$BIN" bench kannel --mode small --duration "$DUR"
-s1=$(drained kannel); took=$(echo "$(date +%s.%N) - $T0 - 1" | bc); c1=$(cpu "$bb" "$sb")
-k_small_rate=$(echo "($s1 - $s0) / $took" | bc)
-k_small_cpu=$(echo "($c1 - $c0) * 10000 / ($s1 - $s0)" | bc)
-c0=$(cpu "$bb" "$sb"); s0=$(submits kannel); T0=$(date +%s.%N)
-"$BIN" bench kannel --mode bulk --recipients "$BULK" --offset 50000000
-k_bulk=$(settle kannel $((s0 + BULK))); c1=$(cpu "$bb" "$sb")
-k_bulk_cpu=$(echo "($c1 - $c0) * 10000 / $BULK" | bc)
-kill -TERM "$sb" "$bb" 2>/dev/null || true
+	echo "## Kannel $(bearerbox --version 2>&1 | sed -nE "s/.*version \`([^']+)'.*/\1/p") (bearerbox + smsbox)"
+	c0=$(cpu "$bb" "$sb"); s0=$(submits kannel); T0=$(date +%s.%N)
+	"$BIN" bench kannel --mode small --duration "$DUR"
+	s1=$(drained kannel); took=$(echo "$(date +%s.%N) - $T0 - 1" | bc); c1=$(cpu "$bb" "$sb")
+	k_small_rate=$(echo "($s1 - $s0) / $took" | bc)
+	k_small_cpu=$(echo "($c1 - $c0) * 10000 / ($s1 - $s0)" | bc)
+	c0=$(cpu "$bb" "$sb"); s0=$(submits kannel); T0=$(date +%s.%N)
+	"$BIN" bench kannel --mode bulk --recipients "$BULK" --offset 50000000
+	k_bulk=$(settle kannel $((s0 + BULK))); c1=$(cpu "$bb" "$sb")
+	k_bulk_cpu=$(echo "($c1 - $c0) * 10000 / $BULK" | bc)
+	kill -TERM "$sb" "$bb" 2>/dev/null || true
+fi
 
 # --- Tuma -----------------------------------------------------------------------------------
 smsc tuma
+tsmsc=$SMSC_PID
 admin=$(printf '%s' "$DB" | sed -E 's#/[^/?]+(\?|$)#/postgres\1#')
 name=$(printf '%s' "$DB" | sed -E 's#^.*/([^/?]+)(\?.*)?$#\1#')
 psql "$admin" -qAt -c "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" >/dev/null
@@ -171,11 +180,12 @@ acct=$(printf '%s' "$reg" | sed -nE 's/^\{"id":"([^"]+)".*/\1/p')
 curl -fsS -X POST "http://127.0.0.1:$PORT/admin/accounts/$acct/credit" -H "Authorization: Bearer $TOKEN" \
 	-H 'content-type: application/json' -d '{"amount_kes": 100000}' >/dev/null
 seq -f '07%08.0f' 20000000 $((20000000 + BULK - 1)) | awk 'BEGIN{printf "{\"message\":\"Habari! Your order 4411 has shipped and arrives tomorrow.\",\"recipients\":["} {printf "%s\"%s\"", (NR>1?",":""), $0} END{print "]}"}' >"$W/bulk.json"
-c0=$(cpu "$tp" $(pg)); s0=$(submits tuma); T0=$(date +%s.%N)
+c0=$(cpu "$tp" $(pg)); n0=$(cpu "$tsmsc"); s0=$(submits tuma); T0=$(date +%s.%N)
 curl -fsS -o /dev/null -w 'tuma bulk: 1 request for '"$BULK"' recipients answered %{http_code} in %{time_total} s\n' \
 	-X POST "http://127.0.0.1:$PORT/sms/send" -H "X-API-Key: $key" -H 'content-type: application/json' --data-binary @"$W/bulk.json"
-t_bulk=$(settle tuma $((s0 + BULK))); c1=$(cpu "$tp" $(pg))
+t_bulk=$(settle tuma $((s0 + BULK))); c1=$(cpu "$tp" $(pg)); n1=$(cpu "$tsmsc")
 t_bulk_cpu=$(echo "($c1 - $c0) * 10000 / $BULK" | bc)
+t_bulk_smsc=$(echo "($n1 - $n0) * 10000 / $BULK" | bc)
 
 echo
 row System "Measurement" "Value" "CPU µs/msg"
@@ -184,3 +194,5 @@ row Kannel "1-recipient sends, msgs/s at SMSC" "$k_small_rate" "$k_small_cpu"
 row Tuma "1-recipient sends, msgs/s at SMSC" "$t_small_rate" "$t_small_cpu"
 row Kannel "${BULK}-recipient bulk to last submit" "${k_bulk} s" "$k_bulk_cpu"
 row Tuma "${BULK}-recipient bulk to last submit" "${t_bulk} s" "$t_bulk_cpu"
+echo
+echo "The SMSC's own CPU during Tuma's bulk: $t_bulk_smsc µs/msg (it shares the two cores)."

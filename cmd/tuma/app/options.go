@@ -290,7 +290,7 @@ func options() []option {
 		{"TUMA_CAMPAIGN_WINDOW", "1024", "messages a campaign hands each network's link before their outcomes are recorded (a send's job: 256); larger is faster, and a tenant's own sends wait behind at most this many", false,
 			func(c *Config, v string) error { return intIn(&c.CampaignWindow, v, 1, 100_000) },
 			func(c *Config) string { return strconv.Itoa(c.CampaignWindow) }},
-		{"TUMA_JOB_WINDOW", "256", "messages a send's job hands each network's link before their outcomes are recorded (0: no limit); larger lets one bulk send reach the network sooner, while other sends to that network wait behind more of it", false,
+		{"TUMA_JOB_WINDOW", "256", "messages a send's job hands each network's link before their outcomes are recorded (0: no limit): the tenant's other sends to that network wait behind at most this many of one bulk send", false,
 			func(c *Config, v string) error { return intIn(&c.JobWindow, v, 0, 100_000) },
 			func(c *Config) string { return strconv.Itoa(c.JobWindow) }},
 		{"TUMA_LINK_WINDOW", "100", "carrier links: most submits in flight per network", false,
