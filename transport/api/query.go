@@ -7,6 +7,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,6 +53,20 @@ func (q *query) Int(name string, def, lo, hi int) int {
 	default:
 		return n
 	}
+	return def
+}
+
+// IntIn reads an integer parameter that must be one of allowed, def when absent.
+func (q *query) IntIn(name string, def int, allowed ...int) int {
+	n := q.Int(name, def, math.MinInt, math.MaxInt)
+	if slices.Contains(allowed, n) {
+		return n
+	}
+	words := make([]string, len(allowed))
+	for i, a := range allowed {
+		words[i] = strconv.Itoa(a)
+	}
+	q.wrong.add(name, "must be one of "+strings.Join(words, ", "))
 	return def
 }
 

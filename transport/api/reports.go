@@ -6,7 +6,6 @@ import (
 	"context"
 	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,14 +40,7 @@ func perUnit(cents, n int64) float64 {
 
 func (s *Server) spendTrend(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	q := newQuery(rc)
-	period := 7
-	switch raw := q.raw("period"); raw {
-	case "":
-	case "7", "30", "90":
-		period, _ = strconv.Atoi(raw)
-	default:
-		return invalid(FieldError{Field: "period", Message: "must be 7, 30 or 90 (days)"})
-	}
+	period := q.IntIn("period", 7, 7, 30, 90)
 	if err := q.err(); err != nil {
 		return err
 	}
