@@ -317,15 +317,20 @@ func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
 			nm.failedE2E.Observe(f.DoneAt.Sub(f.CreatedAt).Seconds())
 		}
 	}
-	// Receipts that overtook their submission's write get another chance, for a while.
+	// Receipts that overtook their submission's write get another chance, for a while. While
+	// the engine drains, the links have stopped and every submission outcome of this shard is
+	// in its buffer: once none is left to write, a receipt still unmatched never will be (the
+	// carrier's id for a submission whose answer was lost with its connection), and waiting
+	// out the grace would only hold up the stop.
 	now := time.Now()
+	settled := len(st.draining) > 0 && st.buf.outcomes() == 0
 	for _, rc := range res.LateReceipts {
 		k := lateKey{rc.ProviderID, rc.Network}
 		first, seen := st.late[k]
 		if !seen {
 			st.late[k], first = now, now
 		}
-		if now.Sub(first) < lateReceiptGrace {
+		if now.Sub(first) < lateReceiptGrace && !settled {
 			st.buf.Receipts = append(st.buf.Receipts, rc)
 		} else {
 			delete(st.late, k)

@@ -435,3 +435,27 @@ func TestUnreachableNetworkDoesNotHoldUpTheTenantsOtherJobs(t *testing.T) {
 		t.Errorf("%d jobs completed; want %d", n, jobs)
 	}
 }
+
+// A receipt for an id the node never learned (the answer to a submission lost with its
+// connection) does not hold up a stop: once the links are drained and every submission
+// outcome is written, it can match nothing, and the stop ends without waiting out its grace.
+func TestStopDoesNotWaitOnReceiptsThatMatchNothing(t *testing.T) {
+	w := newWorld(t, actors.Options{}, nil)
+	acct := w.account(1000_00)
+	if _, err := w.send(acct, recipients(50, carriers.NetworkUnknown, 41), "before"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		w.eng.Receipt(carriers.Safaricom, fmt.Sprintf("never-submitted-%d", i),
+			actors.CarrierStatus{Final: true, Delivered: true, ProviderStatus: "DELIVRD"})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := w.eng.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("stop took %v with receipts that match nothing", took)
+	}
+}

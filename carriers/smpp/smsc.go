@@ -98,7 +98,7 @@ func (s *SMSC) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("smsc: accept: %w", err)
 		}
-		c := &smscConn{s: s, w: newWire(nc, nil), kick: make(chan struct{}, 1), quit: make(chan struct{})}
+		c := &smscConn{s: s, w: newWire(nc, nil), kick: make(chan struct{}, 1), quit: make(chan struct{}), unacked: map[uint32]receiptDue{}}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -172,9 +172,11 @@ type smscConn struct {
 	once  sync.Once
 	quit  chan struct{}
 
-	mu    sync.Mutex
-	queue []receiptDue // due in order: the delay is the same for all
-	kick  chan struct{}
+	mu      sync.Mutex
+	queue   []receiptDue          // due in order: the delay is the same for all
+	unacked map[uint32]receiptDue // sent, awaiting deliver_sm_resp (by sequence number)
+	closed  bool
+	kick    chan struct{}
 }
 
 type receiptDue struct {
@@ -190,9 +192,14 @@ func (c *smscConn) stop(err error) {
 	c.once.Do(func() {
 		c.w.close(err)
 		close(c.quit)
+		// Receipts due and receipts sent but not acknowledged wait for the next bind: an
+		// SMSC delivers a receipt until the ESME answers it, as node-smpp's and real ones do.
 		c.mu.Lock()
 		left := c.queue
-		c.queue = nil
+		for _, r := range c.unacked {
+			left = append(left, r)
+		}
+		c.queue, c.unacked, c.closed = nil, nil, true
 		c.mu.Unlock()
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
@@ -289,7 +296,20 @@ func (c *smscConn) handle(p *PDU) bool {
 			break
 		}
 		resp.MessageID, resp.MessageState = p.MessageID, st
-	case DeliverSMResp, EnquireLinkResp, GenericNack:
+	case DeliverSMResp:
+		c.mu.Lock()
+		r, ok := c.unacked[p.Seq]
+		delete(c.unacked, p.Seq)
+		if ok && p.Status != StatusOK { // refused for now: deliver it again later
+			r.at = time.Now().Add(s.cfg.ReceiptDelay)
+			c.queue = append(c.queue, r)
+		}
+		c.mu.Unlock()
+		if ok && p.Status == StatusOK {
+			s.rcpts.Add(1)
+		}
+		return false
+	case EnquireLinkResp, GenericNack:
 		return false
 	default:
 		resp.ID, resp.Status = GenericNack, StatusInvCmdID
@@ -417,7 +437,18 @@ func (c *smscConn) sendReceipt(r *receiptDue) {
 	body := fmt.Sprintf("id:%s sub:001 dlvrd:%s submit date:%s done date:%s stat:%s err:%s text:%s", id,
 		map[bool]string{true: "001", false: "000"}[st == StateDelivered], r.submitAt.UTC().Format("0601021504"),
 		time.Now().UTC().Format("0601021504"), st, errCode, gsmSafe(string(text)))
-	p := PDU{Header: Header{ID: DeliverSM, Seq: c.seq.Add(1)%0x7FFFFFFF + 1}, SourceTON: 1, SourceNPI: 1, Source: r.src, DestTON: 5, Dest: r.dst,
+	seq := c.seq.Add(1)%0x7FFFFFFF + 1
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		s.mu.Lock()
+		s.orphans = append(s.orphans, *r)
+		s.mu.Unlock()
+		return
+	}
+	c.unacked[seq] = *r
+	c.mu.Unlock()
+	p := PDU{Header: Header{ID: DeliverSM, Seq: seq}, SourceTON: 1, SourceNPI: 1, Source: r.src, DestTON: 5, Dest: r.dst,
 		ESMClass: ESMClassReceipt, ShortMessage: []byte(body)}
 	if s.cfg.ReceiptTLVs {
 		p.TLVs = []TLV{StringTLV(TagReceiptedMessageID, r.id), ByteTLV(TagMessageState, r.state)}
@@ -428,13 +459,19 @@ func (c *smscConn) sendReceipt(r *receiptDue) {
 	if len(p.Dest) >= maxAddr {
 		p.Dest = p.Dest[:maxAddr-1]
 	}
-	if err := c.w.send(&p); err == nil {
-		s.rcpts.Add(1)
+	if c.w.send(&p) == nil {
 		return
 	}
-	s.mu.Lock()
-	s.orphans = append(s.orphans, *r)
-	s.mu.Unlock()
+	// Not sent: for the next bind, unless the connection's stop has taken it already.
+	c.mu.Lock()
+	_, held := c.unacked[seq]
+	delete(c.unacked, seq)
+	c.mu.Unlock()
+	if held {
+		s.mu.Lock()
+		s.orphans = append(s.orphans, *r)
+		s.mu.Unlock()
+	}
 }
 
 // gsmSafe keeps a receipt's text excerpt to plain ASCII, as SMSCs do.
