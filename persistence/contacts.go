@@ -59,69 +59,10 @@ func scanContact(row pgx.Row) (Contact, error) {
 	return c, err
 }
 
-// searchTokens is what contacts are searched by: the lower-cased words of the name and '#'
-// followed by the phone's last four digits. It is the expression of contacts_search_idx,
-// letter for letter, so the index serves it.
-const searchTokens = `array_to_tsvector(array_remove(string_to_array(lower(first_name || ' ' || last_name || ' #' || right(phone, 4)), ' '), ''))`
-
 // ContactFilter narrows a contact list.
 type ContactFilter struct {
 	GroupID *uuid.UUID
 	Search  string // already normalised (see SearchTerm)
-}
-
-// SearchTerm turns what a user typed into what contacts are searched for: a phone in any
-// form, or part of one, becomes its digits with a leading 0 read as 254 (07… and +2547… find
-// the same contact); anything else is lower-cased words. "" matches everything.
-func SearchTerm(raw string) string {
-	raw = strings.TrimSpace(raw)
-	phone := raw != ""
-	var digits strings.Builder
-	for _, r := range raw {
-		switch {
-		case r >= '0' && r <= '9':
-			digits.WriteRune(r)
-		case r == ' ' || r == '-' || r == '.' || r == '(' || r == ')' || r == '+':
-		default:
-			phone = false
-		}
-	}
-	if phone && digits.Len() > 0 {
-		d := digits.String()
-		if len(d) >= 2 && d[0] == '0' {
-			d = "254" + d[1:]
-		}
-		return d
-	}
-	return strings.ToLower(strings.Join(strings.Fields(raw), " "))
-}
-
-// searchCondition is the SQL condition a normalised term sets, its arguments numbered from
-// next. Words match the beginnings of a name's words, all of them ("otieno mw" finds Otieno
-// Mwangi). Digits match a phone's leading digits (after 254), or its trailing ones when there are
-// at least four, or the beginning of a word of the name.
-func searchCondition(term string, next int) (string, []any) {
-	if strings.Trim(term, "0123456789") != "" {
-		return fmt.Sprintf("%s @@ $%d::tsquery", searchTokens, next), []any{prefixQuery(strings.Fields(term))}
-	}
-	national := strings.TrimPrefix(term, "254")
-	arms := fmt.Sprintf("phone >= $%d AND phone < $%d OR %s @@ $%d::tsquery", next, next+1, searchTokens, next+2)
-	args := []any{"+254" + national, "+254" + national + ":", prefixQuery([]string{term})}
-	if len(national) >= 4 {
-		arms += fmt.Sprintf(" OR %s @@ $%d::tsquery AND phone LIKE $%d", searchTokens, next+3, next+4)
-		args = append(args, "'#"+national[len(national)-4:]+"'", "%"+national)
-	}
-	return "(" + arms + ")", args
-}
-
-// prefixQuery is the tsquery that matches text whose words begin with each of words, quoted
-// so that nothing in them is read as an operator.
-func prefixQuery(words []string) string {
-	parts := make([]string, len(words))
-	for i, w := range words {
-		parts[i] = "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(w) + "':*"
-	}
-	return strings.Join(parts, " & ")
 }
 
 // fewMatches is how many matches of a search are read whole and sorted for a page, rather than
@@ -139,14 +80,21 @@ func (s *Store) ListContacts(ctx context.Context, accountID uuid.UUID, f Contact
 		args = append(args, *f.GroupID)
 		where = append(where, fmt.Sprintf("group_id = $%d", len(args)))
 	}
+	var sr search
 	if f.Search != "" {
-		cond, more := searchCondition(f.Search, len(args)+1)
-		args = append(args, more...)
-		where = append(where, cond)
+		sr = newSearch(f.Search, len(args)+1)
+		args = append(args, sr.args...)
+		where = append(where, sr.cond)
 	}
 	cond := strings.Join(where, " AND ")
 	var total int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM contacts WHERE `+cond, args...).Scan(&total); err != nil {
+	if sr.word != "" && f.GroupID == nil {
+		n, err := s.countWord(ctx, accountID, sr.word)
+		if err != nil {
+			return nil, 0, err
+		}
+		total = n
+	} else if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM contacts WHERE `+cond, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count contacts: %w", err)
 	}
 	if p.After != nil {
@@ -174,10 +122,12 @@ func (s *Store) ListContacts(ctx context.Context, accountID uuid.UUID, f Contact
 // CreateContact adds a contact. A phone the account has already is ErrContactExists, or
 // ErrContactOptedOut when that contact opted out; a group not the account's is ErrUnknownGroup.
 func (s *Store) CreateContact(ctx context.Context, n NewContact) (Contact, error) {
+	// An import of the account under way is waited for (contactsLockClass): its merge looks
+	// phones up before it writes them.
 	c, err := scanContact(s.pool.QueryRow(ctx, `INSERT INTO contacts (account_id, id, phone, first_name, last_name, group_id)
-		SELECT $1, $2, $3, $4, $5, $6
-		WHERE $6::uuid IS NULL OR EXISTS (SELECT 1 FROM contact_groups WHERE id = $6 AND account_id = $1)
-		RETURNING `+contactColumns, n.AccountID, NewID(), n.Phone, n.FirstName, n.LastName, n.GroupID))
+		SELECT $1, $2, $3, $4, $5, $6 FROM (SELECT pg_advisory_xact_lock_shared($7, hashtext($1::uuid::text))) AS importing
+		WHERE $6::uuid IS NULL OR EXISTS (SELECT 1 FROM contact_groups WHERE id = $6 AND account_id = $1 FOR KEY SHARE)
+		RETURNING `+contactColumns, n.AccountID, NewID(), n.Phone, n.FirstName, n.LastName, n.GroupID, contactsLockClass))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return Contact{}, ErrUnknownGroup
@@ -233,16 +183,23 @@ func (s *Store) CreateGroup(ctx context.Context, accountID uuid.UUID, name, desc
 	return g, nil
 }
 
-// DeleteGroup deletes one of the account's groups; its contacts stay, in no group.
+// DeleteGroup deletes one of the account's groups; its contacts stay, in no group. Writers
+// that put contacts in a group hold it (FOR KEY SHARE) until they commit, so the delete waits
+// for them and then takes their contacts out too.
 func (s *Store) DeleteGroup(ctx context.Context, accountID, id uuid.UUID) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM contact_groups WHERE id = $1 AND account_id = $2`, id, accountID)
-	if err != nil {
-		return fmt.Errorf("delete group: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM contact_groups WHERE id = $1 AND account_id = $2`, id, accountID)
+		if err != nil {
+			return fmt.Errorf("delete group: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		if _, err := tx.Exec(ctx, `UPDATE contacts SET group_id = NULL WHERE account_id = $1 AND group_id = $2`, accountID, id); err != nil {
+			return fmt.Errorf("delete group: %w", err)
+		}
+		return nil
+	})
 }
 
 // GroupOf checks a group is the account's.

@@ -152,6 +152,8 @@ func (c *csvRows) row(line int, rec []string) persistence.ImportRow {
 	switch {
 	case r.Phone == "":
 		r.Reason = "no phone"
+	case !utf8.ValidString(r.FirstName) || !utf8.ValidString(r.LastName):
+		r.Reason = "a name is not UTF-8 text (save the file as CSV UTF-8)"
 	case utf8.RuneCountInString(r.FirstName) > maxNameLen || utf8.RuneCountInString(r.LastName) > maxNameLen:
 		r.Reason = fmt.Sprintf("a name is longer than %d characters", maxNameLen)
 	default:
@@ -196,7 +198,12 @@ func csvSafe(s string) string {
 	return s
 }
 
-// writeRejectRow writes a row of the import's report.
+// writeRejectRow writes a row of the import's report. A phone in E.164 is written as it is,
+// as the export writes it; only text as it came in is defused.
 func writeRejectRow(w *csv.Writer, r persistence.ImportRow) error {
-	return w.Write([]string{strconv.Itoa(r.Line), csvSafe(r.Phone), csvSafe(r.FirstName), csvSafe(r.LastName), r.Reason})
+	phone := r.Phone
+	if _, err := persistence.ParseE164(phone); err != nil {
+		phone = csvSafe(phone)
+	}
+	return w.Write([]string{strconv.Itoa(r.Line), phone, csvSafe(r.FirstName), csvSafe(r.LastName), r.Reason})
 }

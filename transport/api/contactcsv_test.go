@@ -56,7 +56,7 @@ func TestCSVRowsHeaderOptional(t *testing.T) {
 // and valid UTF-8; a refused file only for being binary.
 func FuzzCSVRows(f *testing.F) {
 	for _, s := range []string{"phone,first_name,last_name\n0712345678,Jane,Wanjiru\n", "\xEF\xBB\xBF0712345678\r\n",
-		"\"a,b\",c\n", "phone\n\"\n", "0712345678,\x00", strings.Repeat("x", 200) + ",0712345678\n", "\xff\xfe\xfd"} {
+		"\"a,b\",c\n", "phone\n\"\n", "0712345678,\x00", "0712345678,Ren\xe9e,Ochieng\n", strings.Repeat("x", 200) + ",0712345678\n", "\xff\xfe\xfd"} {
 		f.Add([]byte(s))
 	}
 	plan := carriers.DefaultPlan()
@@ -84,8 +84,13 @@ func FuzzCSVRows(f *testing.F) {
 					t.Fatalf("row %+v kept with phone %q", r, r.Phone)
 				}
 			}
-			if utf8.RuneCountInString(r.FirstName) > maxNameLen || utf8.RuneCountInString(r.LastName) > maxNameLen ||
-				(r.Reason != "" && (!utf8.ValidString(r.Phone) || !utf8.ValidString(r.FirstName))) {
+			// Whatever is kept goes to PostgreSQL as text: UTF-8 without NUL, or the import fails.
+			for _, s := range []string{r.Phone, r.FirstName, r.LastName, r.Reason} {
+				if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+					t.Fatalf("row %+v holds text the database refuses", r)
+				}
+			}
+			if utf8.RuneCountInString(r.FirstName) > maxNameLen || utf8.RuneCountInString(r.LastName) > maxNameLen {
 				t.Fatalf("row %+v out of bounds", r)
 			}
 		}

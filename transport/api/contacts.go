@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ type Contacts interface {
 	DeleteGroup(ctx context.Context, accountID, id uuid.UUID) error
 	GroupOf(ctx context.Context, accountID, id uuid.UUID) error
 	ExportContacts(ctx context.Context, accountID uuid.UUID, groupID *uuid.UUID, each func(persistence.Contact) error) error
-	BeginImport(ctx context.Context, accountID uuid.UUID) (*persistence.ContactImport, error)
+	BeginImport(ctx context.Context, accountID uuid.UUID, opts persistence.ImportOptions) (*persistence.ContactImport, error)
 }
 
 // maxImportBody bounds a CSV import's whole body.
@@ -259,8 +260,11 @@ func (s *Server) exportContacts(ctx context.Context, rc *fasthttp.RequestCtx) er
 // streamTimeout bounds a streamed body (an export) or an upload: long enough for a large file.
 func (s *Server) streamTimeout() time.Duration { return max(s.opts.RequestTimeout, 10*time.Minute) }
 
-// importContacts reads a CSV upload as it arrives into a staging table and merges it. With
-// ?report=csv the answer is the rows not imported, with why, as CSV (counts in headers).
+// importContacts merges a CSV upload into the account's contacts as it is read. A file that
+// comes after its group_id is merged as it arrives; one that comes first is spooled to a
+// temporary file until the form ends, as no row can be written before it is known whether a
+// group follows. With ?report=csv the answer is the rows not imported, with why, as CSV
+// (counts in headers).
 func (s *Server) importContacts(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	q := newQuery(rc)
 	report := q.Enum("report", "csv") == "csv"
@@ -270,34 +274,58 @@ func (s *Server) importContacts(ctx context.Context, rc *fasthttp.RequestCtx) er
 	acct := principal(rc).AccountID
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.streamTimeout())
 	defer cancel()
-	imp, err := s.Contacts.BeginImport(ctx, acct)
+	imp, err := s.Contacts.BeginImport(ctx, acct, persistence.ImportOptions{Workers: s.opts.ImportWorkers, Report: report})
 	if err != nil {
 		return err
 	}
 	defer imp.Close(ctx)
-	var group *uuid.UUID
-	files := 0
+	var spool *os.File
+	defer func() {
+		if spool != nil {
+			spool.Close()
+		}
+	}()
+	badGroup := invalid(FieldError{Field: "group_id", Message: "must be the id of one of your groups"})
+	files, groups := 0, 0
 	err = eachPart(rc, maxImportBody, func(p formPart) error {
 		switch p.Name {
 		case "group_id":
+			if groups++; groups > 1 {
+				return invalid(FieldError{Field: "group_id", Message: "is given more than once"})
+			}
 			raw, _ := io.ReadAll(io.LimitReader(p.Body, 100))
 			id, err := uuid.Parse(strings.TrimSpace(string(raw)))
 			if err != nil {
-				return invalid(FieldError{Field: "group_id", Message: "must be the id of one of your groups"})
+				return badGroup
 			}
-			group = &id
+			if err := imp.SetGroup(ctx, id); errors.Is(err, persistence.ErrUnknownGroup) {
+				return badGroup
+			} else if err != nil {
+				return err
+			}
 		case "file":
 			if files++; files > 1 {
 				return invalid(FieldError{Field: "file", Message: "is given more than once"})
 			}
-			rows, err := newCSVRows(p.Body, s.Plan)
-			if err != nil {
-				return err
+			if groups > 0 {
+				return s.runImport(ctx, imp, p.Body)
 			}
-			return imp.Stage(ctx, rows.next)
+			var err error
+			if spool, err = os.CreateTemp("", "tuma-import-*.csv"); err != nil {
+				return fmt.Errorf("spool import: %w", err)
+			}
+			os.Remove(spool.Name()) // gone once closed
+			if _, err := io.Copy(spool, p.Body); err != nil {
+				return fmt.Errorf("spool import: %w", err)
+			}
 		}
 		return nil
 	})
+	if err == nil && spool != nil {
+		if _, err = spool.Seek(0, io.SeekStart); err == nil {
+			err = s.runImport(ctx, imp, spool)
+		}
+	}
 	switch {
 	case errors.Is(err, errNotCSV):
 		return invalid(FieldError{Field: "file", Message: "is not a CSV file (a text file of phone,first_name,last_name rows)"})
@@ -306,13 +334,7 @@ func (s *Server) importContacts(ctx context.Context, rc *fasthttp.RequestCtx) er
 	case files == 0:
 		return invalid(FieldError{Field: "file", Message: "is required (a CSV file)"})
 	}
-	res, err := imp.Merge(ctx, group)
-	if errors.Is(err, persistence.ErrUnknownGroup) {
-		return invalid(FieldError{Field: "group_id", Message: "must be the id of one of your groups"})
-	}
-	if err != nil {
-		return err
-	}
+	res := imp.Result()
 	if report {
 		return s.importReport(ctx, rc, imp, res)
 	}
@@ -322,17 +344,48 @@ func (s *Server) importContacts(ctx context.Context, rc *fasthttp.RequestCtx) er
 	return writeJSON(rc, http.StatusOK, importJSON{Imported: res.Imported, Skipped: res.Skipped, Errors: res.Errors, Message: importMessage(res)})
 }
 
+// runImport merges a CSV file's rows.
+func (s *Server) runImport(ctx context.Context, imp *persistence.ContactImport, file io.Reader) error {
+	rows, err := newCSVRows(file, s.Plan)
+	if err != nil {
+		return err
+	}
+	return imp.Run(ctx, rows.next)
+}
+
 // importReport answers an import with the rows not imported, as CSV, then commits. The rows
-// are read before the commit, into the body (at most the upload's size).
+// are read before the commit (the transactions keep them), into a temporary file: a report of
+// a million repeats is 80 MB, which is no memory's business.
 func (s *Server) importReport(ctx context.Context, rc *fasthttp.RequestCtx, imp *persistence.ContactImport, res persistence.ImportResult) error {
-	var buf strings.Builder
-	w := csv.NewWriter(&buf)
+	f, err := os.CreateTemp("", "tuma-import-report-*.csv")
+	if err != nil {
+		return fmt.Errorf("import report: %w", err)
+	}
+	os.Remove(f.Name()) // gone when closed: after the body is sent, or on any failure below
+	sent := false
+	defer func() {
+		if !sent {
+			f.Close()
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 64<<10)
+	w := csv.NewWriter(bw)
 	w.UseCRLF = true
 	_ = w.Write([]string{"line", "phone", "first_name", "last_name", "reason"})
 	if err := imp.Rejected(ctx, func(r persistence.ImportRow) error { return writeRejectRow(w, r) }); err != nil {
 		return err
 	}
 	w.Flush()
+	if err := errors.Join(w.Error(), bw.Flush()); err != nil {
+		return fmt.Errorf("import report: %w", err)
+	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return fmt.Errorf("import report: %w", err)
+	}
 	if err := imp.Commit(ctx); err != nil {
 		return err
 	}
@@ -343,7 +396,8 @@ func (s *Server) importReport(ctx context.Context, rc *fasthttp.RequestCtx, imp 
 	h.Set("X-Skipped", strconv.FormatInt(res.Skipped, 10))
 	h.Set("X-Errors", strconv.FormatInt(res.Errors, 10))
 	rc.SetStatusCode(http.StatusOK)
-	rc.SetBodyString(buf.String())
+	rc.SetBodyStream(f, int(size)) // fasthttp closes the file once it is sent
+	sent = true
 	return nil
 }
 

@@ -56,6 +56,7 @@ type Options struct {
 	Pprof              bool             // serve /debug/pprof/* here, behind the admin token
 	SharedSender       string           // the shared sender ID's name (GET /senders says it)
 	SenderFees         map[string]int64 // sender ID registration fee in cents, by network (safaricom, airtel, telkom, all)
+	ImportWorkers      int              // transactions a contact import merges its batches in at once (at least one)
 }
 
 // Faults are deliberate defects a drill turns on to prove it notices them. Only binaries

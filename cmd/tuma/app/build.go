@@ -109,6 +109,7 @@ func (a *App) boot(ctx context.Context) (err error) {
 		Pprof:              cfg.Pprof,
 		SharedSender:       cfg.SharedSenderID,
 		SenderFees:         cfg.SenderFees,
+		ImportWorkers:      cfg.ImportWorkers,
 	}, api.Deps{
 		Log:         log,
 		Registerer:  a.registry,

@@ -47,6 +47,7 @@ type Config struct {
 	HandOffMessages  int
 	CampaignWindow   int
 	JobWindow        int // 0: no limit
+	ImportWorkers    int // transactions a contact import merges in at once
 	SenderFees       SenderFees
 	DataDir          string
 	Carriers         string
