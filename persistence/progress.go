@@ -120,25 +120,30 @@ func (s *Store) FoldProgress(ctx context.Context, limit int) (FoldResult, error)
 
 func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.UUID, error) {
 	slices.SortFunc(jobs, func(a, b JobProgress) int { return strings.Compare(string(a.JobID[:]), string(b.JobID[:])) })
-	n := len(jobs)
-	ids := make([]uuid.UUID, n)
-	sent, deliv, failed, refunds := make([]int32, n), make([]int32, n), make([]int32, n), make([]int64, n)
-	f1, f2, f3 := make([]int32, n), make([]int32, n), make([]int32, n)
+	var ids []uuid.UUID
+	var deliv, failed, f1, f2, f3 []int32
+	var refunds []int64
 	byAccount := map[uuid.UUID]*[3]int64{}
-	for i, p := range jobs {
-		ids[i] = p.JobID
-		sent[i], deliv[i], failed[i], refunds[i] = int32(p.Sent), int32(p.Delivered), int32(p.Failed), p.RefundedCents
-		f1[i], f2[i], f3[i] = int32(p.Finished[carriers.Safaricom]), int32(p.Finished[carriers.Airtel]), int32(p.Finished[carriers.Telkom])
+	for _, p := range jobs {
 		c := byAccount[p.AccountID]
 		if c == nil {
 			c = new([3]int64)
 			byAccount[p.AccountID] = c
 		}
 		c[0], c[1], c[2] = c[0]+int64(p.Sent), c[1]+int64(p.Delivered), c[2]+int64(p.Failed)
+		// Messages going from queued to sent change the account's count only: the job row
+		// changes when they finish (migration 015).
+		if p.Delivered == 0 && p.Failed == 0 && p.RefundedCents == 0 {
+			continue
+		}
+		ids, refunds = append(ids, p.JobID), append(refunds, p.RefundedCents)
+		deliv, failed = append(deliv, int32(p.Delivered)), append(failed, int32(p.Failed))
+		f1 = append(f1, int32(p.Finished[carriers.Safaricom]))
+		f2 = append(f2, int32(p.Finished[carriers.Airtel]))
+		f3 = append(f3, int32(p.Finished[carriers.Telkom]))
 	}
 	rows, err := tx.Query(ctx, `
 		UPDATE jobs j SET
-			sent_count = j.sent_count + u.sent,
 			delivered_count = j.delivered_count + u.delivered,
 			failed_count = j.failed_count + u.failed,
 			refunded_cents = j.refunded_cents + u.refund,
@@ -147,10 +152,10 @@ func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.U
 				THEN 'completed' ELSE 'sending' END,
 			completed_at = CASE WHEN j.delivered_count + u.delivered + j.failed_count + u.failed >= j.recipients_count
 				THEN coalesce(j.completed_at, now()) END
-		FROM unnest($1::uuid[], $2::integer[], $3::integer[], $4::integer[], $5::bigint[], $6::integer[], $7::integer[], $8::integer[])
-			AS u(id, sent, delivered, failed, refund, f1, f2, f3)
+		FROM unnest($1::uuid[], $2::integer[], $3::integer[], $4::bigint[], $5::integer[], $6::integer[], $7::integer[])
+			AS u(id, delivered, failed, refund, f1, f2, f3)
 		WHERE j.id = u.id
-		RETURNING j.id, j.status = 'completed'`, ids, sent, deliv, failed, refunds, f1, f2, f3)
+		RETURNING j.id, j.status = 'completed'`, ids, deliv, failed, refunds, f1, f2, f3)
 	if err != nil {
 		return nil, fmt.Errorf("update jobs: %w", err)
 	}
