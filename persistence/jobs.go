@@ -129,24 +129,27 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, from int, msgs []NewMes
 		if !pending || done != from || len(msgs) == 0 {
 			return nil
 		}
-		// One row buffer, reused: pgx encodes each row before asking for the next. A message was
-		// accepted with its job, whenever its row is written: created_at says so.
-		row := make([]any, 13)
-		row[12] = accepted
-		i := 0
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"messages"},
-			[]string{"id", "job_id", "account_id", "campaign_id", "recipient", "network", "sender", "body", "prefixed", "parts", "encoding", "cost_cents", "created_at"},
-			pgx.CopyFromFunc(func() ([]any, error) {
-				if i == len(msgs) {
-					return nil, nil
-				}
-				m := msgs[i]
-				row[0], row[1], row[2], row[3], row[4], row[5] = m.ID, j.ID, j.AccountID, j.CampaignID, m.Recipient, int16(m.Network)
-				row[6], row[7], row[8], row[9], row[10], row[11] = m.Sender, m.Body, m.Prefixed, int16(m.Parts), int16(m.Encoding), int32(m.CostCents)
-				i++
-				return row, nil
-			}))
-		if err != nil {
+		// A message was accepted with its job, whenever its row is written: created_at says so.
+		var rows copyRows
+		rows.reset()
+		for _, m := range msgs {
+			rows.row(13)
+			rows.uuid(m.ID)
+			rows.uuid(j.ID)
+			rows.uuid(j.AccountID)
+			rows.optUUID(j.CampaignID)
+			rows.text(m.Recipient)
+			rows.int2(int16(m.Network))
+			rows.text(m.Sender)
+			rows.optText(m.Body)
+			rows.bool(m.Prefixed)
+			rows.int2(int16(m.Parts))
+			rows.int2(int16(m.Encoding))
+			rows.int4(int32(m.CostCents))
+			rows.timestamptz(accepted)
+		}
+		if _, err := rows.copyTo(ctx, tx, "messages",
+			"id, job_id, account_id, campaign_id, recipient, network, sender, body, prefixed, parts, encoding, cost_cents, created_at"); err != nil {
 			return fmt.Errorf("copy messages: %w", err)
 		}
 		if j.CampaignID != nil && from == 0 {

@@ -261,18 +261,16 @@ func recordProviderRefs(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *f
 		return nil
 	}
 	if copyRefs {
-		row := make([]any, 4)
-		i := 0
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"provider_refs"}, []string{"provider_message_id", "network", "message_id", "account_id"},
-			pgx.CopyFromFunc(func() ([]any, error) {
-				if i == len(pids) {
-					return nil, nil
-				}
-				row[0], row[1], row[2], row[3] = pids[i], nets[i], ids[i], accts[i]
-				i++
-				return row, nil
-			}))
-		if err != nil {
+		var rows copyRows
+		rows.reset()
+		for i := range pids {
+			rows.row(4)
+			rows.text(pids[i])
+			rows.int2(nets[i])
+			rows.uuid(ids[i])
+			rows.uuid(accts[i])
+		}
+		if _, err := rows.copyTo(ctx, tx, "provider_refs", "provider_message_id, network, message_id, account_id"); err != nil {
 			return fmt.Errorf("record provider ids: %w", err)
 		}
 		return nil

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -19,6 +20,41 @@ func registerUUID(m *pgtype.Map) {
 	// uuid.UUID's sql.Scanner (a string, parsed back) when the codec declines: so the uuid
 	// codec itself must know uuid.UUID.
 	m.RegisterType(&pgtype.Type{Name: "uuid", OID: pgtype.UUIDOID, Codec: uuidCodec{}})
+	// Arrays of ids are most of what the batch statements send: a million-message dispatch
+	// encodes tens of millions of them, each through the element codec's plan (5% of the
+	// node's CPU). []uuid.UUID is written whole instead.
+	elem, _ := m.TypeForOID(pgtype.UUIDOID)
+	m.RegisterType(&pgtype.Type{Name: "_uuid", OID: pgtype.UUIDArrayOID, Codec: &uuidArrayCodec{pgtype.ArrayCodec{ElementType: elem}}})
+}
+
+// uuidArrayCodec is pgx's uuid[] codec that writes a []uuid.UUID in binary in one go.
+type uuidArrayCodec struct{ pgtype.ArrayCodec }
+
+func (c *uuidArrayCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
+	if _, ok := value.([]uuid.UUID); ok && format == pgtype.BinaryFormatCode {
+		return encodeUUIDArray{}
+	}
+	return c.ArrayCodec.PlanEncode(m, oid, format, value)
+}
+
+type encodeUUIDArray struct{}
+
+// Encode writes PostgreSQL's binary array: dimensions, a no-NULLs flag, the element type,
+// the length and lower bound, then each element's length and bytes. A nil slice is NULL.
+func (encodeUUIDArray) Encode(value any, buf []byte) ([]byte, error) {
+	ids := value.([]uuid.UUID)
+	if ids == nil {
+		return nil, nil
+	}
+	buf = append(buf, 0, 0, 0, 1, 0, 0, 0, 0)
+	buf = binary.BigEndian.AppendUint32(buf, pgtype.UUIDOID)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(ids)))
+	buf = append(buf, 0, 0, 0, 1)
+	for i := range ids {
+		buf = append(buf, 0, 0, 0, 16)
+		buf = append(buf, ids[i][:]...)
+	}
+	return buf, nil
 }
 
 // uuidCodec is pgx's UUIDCodec that also scans binary uuids straight into uuid.UUID.
