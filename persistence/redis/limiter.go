@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -25,7 +26,8 @@ type Decision struct {
 }
 
 // tokenBucket runs atomically in Redis. It reads Redis's own clock so every node shares one
-// bucket correctly. Returns {allowed, retry_ms}.
+// bucket correctly. It grants up to ARGV[3] whole tokens, as many as the bucket holds, and
+// returns {granted, retry_ms}: retry_ms, when nothing was granted, is when one token will be.
 const tokenBucket = `
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -37,31 +39,34 @@ local tokens = tonumber(v[1])
 local ts = tonumber(v[2])
 if tokens == nil or ts == nil then tokens = burst; ts = now end
 if now > ts then tokens = math.min(burst, tokens + (now - ts) * rate / 1000) end
-local allowed, retry = 0, 0
-if tokens >= cost then
-  tokens = tokens - cost
-  allowed = 1
+local granted, retry = math.min(math.floor(tokens), cost), 0
+if granted >= 1 then
+  tokens = tokens - granted
 else
-  retry = math.ceil((cost - tokens) * 1000 / rate)
+  granted = 0
+  retry = math.ceil((1 - tokens) * 1000 / rate)
 end
 redis.call('HSET', KEYS[1], 't', tostring(tokens), 'ts', now)
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
-return {allowed, retry}
+return {granted, retry}
 `
 
 // Limiter enforces token buckets shared by every node through Redis, and falls back to
 // per-process buckets while Redis is unavailable (each node then enforces the rate alone).
+// Busy buckets are served from leases (lease.go) rather than by a round trip per request.
 type Limiter struct {
 	c      *Client
 	script *rueidis.Lua
 	local  *localBuckets
+	leases *leases
+	calls  atomic.Int64
 }
 
 // NewLimiter returns a limiter on c. localKeys caps the per-process buckets kept while Redis
 // is down (0: no cap): every key is outside input (client IPs, emails), so without a cap an
 // outage would let anyone grow this map at will.
 func NewLimiter(c *Client, localKeys int) *Limiter {
-	return &Limiter{c: c, script: rueidis.NewLuaScript(tokenBucket), local: newLocalBuckets(localKeys)}
+	return &Limiter{c: c, script: rueidis.NewLuaScript(tokenBucket), local: newLocalBuckets(localKeys), leases: newLeases(localKeys)}
 }
 
 // Allow takes one token from the bucket named key.
@@ -70,18 +75,35 @@ func (l *Limiter) Allow(ctx context.Context, key string, r Rate) Decision {
 		return Decision{Allowed: true}
 	}
 	k := l.c.Key("rl", key)
-	if rc, cctx, cancel, ok := l.c.do(ctx); ok {
-		res, err := l.script.Exec(cctx, rc, []string{k}, []string{
-			strconv.FormatFloat(r.PerSecond, 'f', -1, 64), strconv.Itoa(r.Burst), "1",
-		}).AsIntSlice()
-		cancel()
-		if err == nil && len(res) == 2 {
-			return Decision{Allowed: res[0] == 1, RetryAfter: time.Duration(res[1]) * time.Millisecond}
-		}
-		l.c.failed(err)
+	if leaseCap(r) > 1 {
+		return l.leases.allow(ctx, l, k, r)
+	}
+	if granted, retry, ok := l.take(ctx, k, r, 1); ok {
+		return Decision{Allowed: granted == 1, RetryAfter: retry}
 	}
 	return l.local.allow(k, r, time.Now())
 }
+
+// take asks Redis for up to n tokens of bucket k; ok is false when Redis did not answer.
+func (l *Limiter) take(ctx context.Context, k string, r Rate, n int) (granted int, retry time.Duration, ok bool) {
+	rc, cctx, cancel, up := l.c.do(ctx)
+	if !up {
+		return 0, 0, false
+	}
+	l.calls.Add(1)
+	res, err := l.script.Exec(cctx, rc, []string{k}, []string{
+		strconv.FormatFloat(r.PerSecond, 'f', -1, 64), strconv.Itoa(r.Burst), strconv.Itoa(n),
+	}).AsIntSlice()
+	cancel()
+	if err != nil || len(res) != 2 {
+		l.c.failed(err)
+		return 0, 0, false
+	}
+	return int(res[0]), time.Duration(res[1]) * time.Millisecond, true
+}
+
+// RemoteCalls is how many times the limiter has asked Redis (for tests and debugging).
+func (l *Limiter) RemoteCalls() int64 { return l.calls.Load() }
 
 // LocalBuckets is how many per-process fallback buckets are held (for tests and debugging).
 func (l *Limiter) LocalBuckets() int {

@@ -229,7 +229,7 @@ func options() []option {
 		{"TUMA_SHUTDOWN_TIMEOUT", "20s", "how long a graceful shutdown may take", false,
 			func(c *Config, v string) error { return duration(&c.ShutdownTimeout, v) },
 			func(c *Config) string { return c.ShutdownTimeout.String() }},
-		{"TUMA_RATE_LIMIT_RPS", "100", "API requests per second per account (0 disables)", false,
+		{"TUMA_RATE_LIMIT_RPS", "100", "API requests per second per account, one bucket in Redis shared by every node (0 disables); a busy account's node takes tokens in leases of up to 50 ms of the rate, so the limit may let through one lease (5 requests at 100/s) per node beyond it", false,
 			func(c *Config, v string) error {
 				f, err := strconv.ParseFloat(v, 64)
 				if err != nil || f < 0 {

@@ -1,0 +1,114 @@
+package redis
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/tuma-sms/tuma/persistence/lru"
+)
+
+// A busy bucket is served from leases: tokens taken from Redis ahead of demand and spent by
+// this node, so an account's requests cost one round trip per lease instead of one each. A
+// lease holds at most what the rate refills in leaseSpan, and a token is never spent twice,
+// so over any window a bucket lets through at most one lease per node beyond its rate and
+// burst (at the default 100/s, 5 requests). Tokens a lease still holds after leaseLife are
+// dropped, never handed back: a node that goes quiet parks at most one lease.
+const (
+	leaseSpan = 50 * time.Millisecond
+	leaseLife = time.Second
+)
+
+// leaseCap is the most tokens one lease of r takes: what the rate refills in leaseSpan, and
+// no more than a quarter of the burst. 1 means no leasing (every request asks Redis), which
+// keeps slow buckets (logins, sign-ups, e-mails per address) exact across nodes.
+func leaseCap(r Rate) int {
+	n := int(r.PerSecond * leaseSpan.Seconds())
+	return max(min(n, r.Burst/4), 1)
+}
+
+// lease is one bucket's tokens held by this node.
+type lease struct {
+	mu      sync.Mutex // held across the Redis call: a key's requests queue for one lease
+	tokens  int        // taken from Redis and not yet spent
+	until   time.Time  // tokens left after this are dropped
+	want    int        // the next lease's size: doubled when one runs out, halved when one expires unspent
+	refused time.Time  // Redis had no token: refuse locally until then
+}
+
+type leases struct {
+	mu       sync.Mutex
+	m        *lru.Cache[string, *lease]
+	lastTidy time.Time
+}
+
+// newLeases holds at most max keys' leases (0: no cap); dropping one only loses its tokens.
+func newLeases(max int) *leases {
+	return &leases{m: lru.New[string, *lease](max)}
+}
+
+func (ls *leases) get(key string, now time.Time) *lease {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if now.Sub(ls.lastTidy) > time.Minute {
+		for k, le, ok := ls.m.Oldest(); ok && le.idle(now); k, le, ok = ls.m.Oldest() {
+			ls.m.Remove(k)
+		}
+		ls.lastTidy = now
+	}
+	le, ok := ls.m.Get(key)
+	if !ok {
+		le = &lease{want: 1}
+		ls.m.Add(key, le)
+	}
+	return le
+}
+
+// idle: the lease has nothing worth keeping (a new one starts small again).
+func (le *lease) idle(now time.Time) bool {
+	if !le.mu.TryLock() {
+		return false
+	}
+	defer le.mu.Unlock()
+	return now.Sub(le.until) > time.Minute && now.After(le.refused)
+}
+
+// allow spends a token of key's lease, taking a new lease from Redis when it is spent or
+// stale, and falls back to the node's own bucket when Redis does not answer.
+func (ls *leases) allow(ctx context.Context, l *Limiter, key string, r Rate) Decision {
+	le := ls.get(key, time.Now())
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	now := time.Now() // after the wait for the lock, which another request's round trip may hold
+	if now.Before(le.refused) {
+		return Decision{RetryAfter: le.refused.Sub(now)}
+	}
+	if le.tokens > 0 && now.Before(le.until) {
+		le.tokens--
+		return Decision{Allowed: true}
+	}
+	le.resize(now, leaseCap(r))
+	granted, retry, ok := l.take(ctx, key, r, le.want)
+	if !ok {
+		le.tokens = 0
+		return l.local.allow(key, r, now)
+	}
+	if granted == 0 {
+		le.tokens, le.want, le.refused = 0, 1, now.Add(retry)
+		return Decision{RetryAfter: retry}
+	}
+	le.tokens, le.until = granted-1, now.Add(leaseLife)
+	return Decision{Allowed: true}
+}
+
+// resize sizes the next lease from how the last one went: spent before it expired, demand
+// outruns it; expired with tokens left, it was too large (those tokens are lost to every node).
+func (le *lease) resize(now time.Time, most int) {
+	switch {
+	case le.tokens > 0:
+		le.want = max(le.want/2, 1)
+	case now.Before(le.until):
+		le.want = min(le.want*2, most)
+	}
+	le.want = min(le.want, most)
+}
