@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/tuma-sms/tuma/persistence/lru"
 )
 
 // A busy bucket is served from leases: tokens taken from Redis ahead of demand and spent by
@@ -36,33 +34,10 @@ type lease struct {
 	refused time.Time  // Redis had no token: refuse locally until then
 }
 
-type leases struct {
-	mu       sync.Mutex
-	m        *lru.Cache[string, *lease]
-	lastTidy time.Time
-}
+// leases are the busy buckets' leases; dropping one only loses its tokens.
+type leases struct{ *keyed[*lease] }
 
-// newLeases holds at most max keys' leases (0: no cap); dropping one only loses its tokens.
-func newLeases(max int) *leases {
-	return &leases{m: lru.New[string, *lease](max)}
-}
-
-func (ls *leases) get(key string, now time.Time) *lease {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if now.Sub(ls.lastTidy) > time.Minute {
-		for k, le, ok := ls.m.Oldest(); ok && le.idle(now); k, le, ok = ls.m.Oldest() {
-			ls.m.Remove(k)
-		}
-		ls.lastTidy = now
-	}
-	le, ok := ls.m.Get(key)
-	if !ok {
-		le = &lease{want: 1}
-		ls.m.Add(key, le)
-	}
-	return le
-}
+func newLeases(max int) leases { return leases{newKeyed(max, (*lease).idle)} }
 
 // idle: the lease has nothing worth keeping (a new one starts small again).
 func (le *lease) idle(now time.Time) bool {
@@ -75,8 +50,8 @@ func (le *lease) idle(now time.Time) bool {
 
 // allow spends a token of key's lease, taking a new lease from Redis when it is spent or
 // stale, and falls back to the node's own bucket when Redis does not answer.
-func (ls *leases) allow(ctx context.Context, l *Limiter, key string, r Rate) Decision {
-	le := ls.get(key, time.Now())
+func (ls leases) allow(ctx context.Context, l *Limiter, key string, r Rate) Decision {
+	le := ls.get(key, time.Now(), func() *lease { return &lease{want: 1} })
 	le.mu.Lock()
 	defer le.mu.Unlock()
 	now := time.Now() // after the wait for the lock, which another request's round trip may hold

@@ -4,13 +4,10 @@ import (
 	"context"
 	"math"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
-
-	"github.com/tuma-sms/tuma/persistence/lru"
 )
 
 // Rate is a token bucket: Burst tokens at most, refilled at PerSecond.
@@ -57,8 +54,8 @@ return {granted, retry}
 type Limiter struct {
 	c      *Client
 	script *rueidis.Lua
-	local  *localBuckets
-	leases *leases
+	local  localBuckets
+	leases leases
 	calls  atomic.Int64
 }
 
@@ -106,53 +103,35 @@ func (l *Limiter) take(ctx context.Context, k string, r Rate, n int) (granted in
 func (l *Limiter) RemoteCalls() int64 { return l.calls.Load() }
 
 // LocalBuckets is how many per-process fallback buckets are held (for tests and debugging).
-func (l *Limiter) LocalBuckets() int {
-	l.local.mu.Lock()
-	defer l.local.mu.Unlock()
-	return l.local.m.Len()
-}
+func (l *Limiter) LocalBuckets() int { return l.local.len() }
 
 type bucket struct {
 	tokens float64
 	at     time.Time
 }
 
-// localBuckets are the per-process fallback buckets, least recently used dropped first. A
-// dropped bucket starts full again, which only ever errs towards allowing.
-type localBuckets struct {
-	mu       sync.Mutex
-	m        *lru.Cache[string, *bucket]
-	lastTidy time.Time
+// localBuckets are the per-process fallback buckets. A dropped bucket starts full again,
+// which only ever errs towards allowing.
+type localBuckets struct{ *keyed[*bucket] }
+
+func newLocalBuckets(max int) localBuckets {
+	// A bucket idle long enough to be full again carries no state worth keeping.
+	return localBuckets{newKeyed(max, func(b *bucket, now time.Time) bool { return now.Sub(b.at) > time.Hour })}
 }
 
-func newLocalBuckets(max int) *localBuckets {
-	return &localBuckets{m: lru.New[string, *bucket](max)}
-}
-
-func (lb *localBuckets) allow(key string, r Rate, now time.Time) Decision {
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
-	if now.Sub(lb.lastTidy) > time.Minute {
-		// A bucket idle long enough to be full again carries no state worth keeping; the
-		// oldest are at the back.
-		for k, b, ok := lb.m.Oldest(); ok && now.Sub(b.at) > time.Hour; k, b, ok = lb.m.Oldest() {
-			lb.m.Remove(k)
+func (lb localBuckets) allow(key string, r Rate, now time.Time) (d Decision) {
+	fresh := func() *bucket { return &bucket{tokens: float64(r.Burst), at: now} }
+	lb.with(key, now, fresh, func(b *bucket) {
+		if el := now.Sub(b.at).Seconds(); el > 0 {
+			b.tokens = math.Min(float64(r.Burst), b.tokens+el*r.PerSecond)
 		}
-		lb.lastTidy = now
-	}
-	b, ok := lb.m.Get(key)
-	if !ok {
-		b = &bucket{tokens: float64(r.Burst), at: now}
-		lb.m.Add(key, b)
-	}
-	if el := now.Sub(b.at).Seconds(); el > 0 {
-		b.tokens = math.Min(float64(r.Burst), b.tokens+el*r.PerSecond)
-	}
-	b.at = now
-	if b.tokens >= 1 {
-		b.tokens--
-		return Decision{Allowed: true}
-	}
-	wait := time.Duration(math.Ceil((1 - b.tokens) / r.PerSecond * float64(time.Second)))
-	return Decision{RetryAfter: wait}
+		b.at = now
+		if b.tokens >= 1 {
+			b.tokens--
+			d = Decision{Allowed: true}
+			return
+		}
+		d = Decision{RetryAfter: time.Duration(math.Ceil((1 - b.tokens) / r.PerSecond * float64(time.Second)))}
+	})
+	return d
 }
