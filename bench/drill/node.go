@@ -56,16 +56,18 @@ func (r *runner) newNode(name string, env map[string]string) (*node, error) {
 	r.databases = append(r.databases, dbURL)
 	r.mu.Unlock()
 	vars := map[string]string{
-		"TUMA_HTTP_ADDR":           fmt.Sprintf("127.0.0.1:%d", port),
-		"TUMA_DATABASE_URL":        dbURL,
-		"TUMA_REDIS_URL":           r.cfg.RedisURL,
-		"TUMA_REDIS_PREFIX":        "drill:" + r.id + ":" + name + ":",
-		"TUMA_DATA_DIR":            filepath.Join(r.work, name+"-data"),
-		"TUMA_ADMIN_TOKEN":         adminToken,
-		"TUMA_ENV":                 "development",
-		"TUMA_JWT_SECRET":          r.jwtSecret,
-		"TUMA_ACCESS_LOG":          "false",
-		"TUMA_LOG_FORMAT":          "json",
+		"TUMA_HTTP_ADDR":    fmt.Sprintf("127.0.0.1:%d", port),
+		"TUMA_DATABASE_URL": dbURL,
+		"TUMA_REDIS_URL":    r.cfg.RedisURL,
+		"TUMA_REDIS_PREFIX": "drill:" + r.id + ":" + name + ":",
+		"TUMA_DATA_DIR":     filepath.Join(r.work, name+"-data"),
+		"TUMA_ADMIN_TOKEN":  adminToken,
+		"TUMA_ENV":          "development",
+		"TUMA_JWT_SECRET":   r.jwtSecret,
+		"TUMA_ACCESS_LOG":   "false",
+		"TUMA_LOG_FORMAT":   "json",
+		// Nodes are killed with SIGKILL and their logs scanned for secrets: every line on disk.
+		"TUMA_LOG_BUFFER":          "0",
 		"TUMA_RATE_LIMIT_RPS":      "0",
 		"TUMA_AUTH_LIMIT_PER_IP":   "0",
 		"TUMA_SIGNUP_LIMIT_PER_IP": "0",

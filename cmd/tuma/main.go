@@ -69,7 +69,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	if err != nil {
 		return err
 	}
-	log := app.NewLogger(cfg, stderr)
+	logs := app.NewLogBuffer(stderr, cfg.LogBuffer)
+	defer logs.Close()
+	log := app.NewLogger(cfg, logs)
 	switch cmd {
 	case "config":
 		return cfg.Print(stdout)

@@ -26,13 +26,18 @@ import (
 	"github.com/tuma-sms/tuma/transport/payments"
 )
 
-// NewLogger builds the process logger the configuration asks for.
+// NewLogger builds the process logger the configuration asks for. Written to a LogBuffer,
+// a warning or an error is written at once with everything held before it.
 func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	if b, ok := w.(*LogBuffer); ok {
+		h = flushing{h, b}
+	}
+	return slog.New(h)
 }
 
 // App is a node. Build it with New, then Run it.

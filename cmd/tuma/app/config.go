@@ -56,6 +56,7 @@ type Config struct {
 	LogLevel         slog.Level
 	LogFormat        string // text | json
 	AccessLog        bool
+	LogBuffer        time.Duration
 	MaxBodyBytes     int
 	RequestTimeout   time.Duration
 	MaxInFlight      int

@@ -211,6 +211,9 @@ func options() []option {
 				return oneOf(&c.LogFormat, v, "text", "json")
 			},
 			func(c *Config) string { return c.LogFormat }},
+		{"TUMA_LOG_BUFFER", "50ms", "how long log lines may wait to be written together (warnings and errors, and everything before them, are written at once; a kill -9 loses at most this much of the rest; 0 writes every line at once)", false,
+			func(c *Config, v string) error { return durationOrZero(&c.LogBuffer, v) },
+			func(c *Config) string { return c.LogBuffer.String() }},
 		{"TUMA_ACCESS_LOG", "true", "log every HTTP request", false,
 			func(c *Config, v string) error { return boolean(&c.AccessLog, v) },
 			func(c *Config) string { return strconv.FormatBool(c.AccessLog) }},
