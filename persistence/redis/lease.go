@@ -34,11 +34,6 @@ type lease struct {
 	refused time.Time  // Redis had no token: refuse locally until then
 }
 
-// leases are the busy buckets' leases; dropping one only loses its tokens.
-type leases struct{ *keyed[*lease] }
-
-func newLeases(max int) leases { return leases{newKeyed(max, (*lease).idle)} }
-
 // idle: the lease has nothing worth keeping (a new one starts small again).
 func (le *lease) idle(now time.Time) bool {
 	if !le.mu.TryLock() {
@@ -48,10 +43,10 @@ func (le *lease) idle(now time.Time) bool {
 	return now.Sub(le.until) > time.Minute && now.After(le.refused)
 }
 
-// allow spends a token of key's lease, taking a new lease from Redis when it is spent or
+// leased spends a token of key's lease, taking a new lease from Redis when it is spent or
 // stale, and falls back to the node's own bucket when Redis does not answer.
-func (ls leases) allow(ctx context.Context, l *Limiter, key string, r Rate) Decision {
-	le := ls.get(key, time.Now(), func() *lease { return &lease{want: 1} })
+func (l *Limiter) leased(ctx context.Context, key string, r Rate) Decision {
+	le := l.leases.get(key, time.Now(), func() *lease { return &lease{want: 1} })
 	le.mu.Lock()
 	defer le.mu.Unlock()
 	now := time.Now() // after the wait for the lock, which another request's round trip may hold
@@ -83,7 +78,7 @@ func (le *lease) resize(now time.Time, most int) {
 	case le.tokens > 0:
 		le.want = max(le.want/2, 1)
 	case now.Before(le.until):
-		le.want = min(le.want*2, most)
+		le.want *= 2
 	}
 	le.want = min(le.want, most)
 }

@@ -55,7 +55,7 @@ type Limiter struct {
 	c      *Client
 	script *rueidis.Lua
 	local  localBuckets
-	leases leases
+	leases *keyed[*lease] // dropping one only loses its tokens
 	calls  atomic.Int64
 }
 
@@ -63,7 +63,7 @@ type Limiter struct {
 // is down (0: no cap): every key is outside input (client IPs, emails), so without a cap an
 // outage would let anyone grow this map at will.
 func NewLimiter(c *Client, localKeys int) *Limiter {
-	return &Limiter{c: c, script: rueidis.NewLuaScript(tokenBucket), local: newLocalBuckets(localKeys), leases: newLeases(localKeys)}
+	return &Limiter{c: c, script: rueidis.NewLuaScript(tokenBucket), local: newLocalBuckets(localKeys), leases: newKeyed(localKeys, (*lease).idle)}
 }
 
 // Allow takes one token from the bucket named key.
@@ -73,7 +73,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, r Rate) Decision {
 	}
 	k := l.c.Key("rl", key)
 	if leaseCap(r) > 1 {
-		return l.leases.allow(ctx, l, k, r)
+		return l.leased(ctx, k, r)
 	}
 	if granted, retry, ok := l.take(ctx, k, r, 1); ok {
 		return Decision{Allowed: granted == 1, RetryAfter: retry}
