@@ -373,7 +373,7 @@ func queueIdempotency(b *pgx.Batch, jobs []NewJob) {
 }
 
 // queueDailySpend adds the group's debits to their accounts' figures of the day (UTC), which
-// the spend-trend report reads; refunds take theirs off the day of their job (applyRefunds).
+// the spend-trend report reads; refunds take theirs off the day of their job (queueDailySpendRefunds).
 func queueDailySpend(b *pgx.Batch, jobs []NewJob) {
 	g := groupDebits(jobs)
 	b.Queue(`INSERT INTO account_days (account_id, day, spend_cents, sms_count)

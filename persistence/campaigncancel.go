@@ -152,10 +152,8 @@ func (s *Store) cancelUnexpanded(ctx context.Context, jobID uuid.UUID) (snaps []
 		if _, err := tx.Exec(ctx, `UPDATE jobs SET pending_recipients = NULL WHERE id = $1`, jobID); err != nil {
 			return err
 		}
-		if snaps, err = applyRefunds(ctx, tx, []JobProgress{p}, s.faults.SkipRefunds); err != nil {
-			return err
-		}
-		return logProgress(ctx, tx, []JobProgress{p})
+		snaps, err = settle(ctx, tx, []JobProgress{p}, s.faults.SkipRefunds)
+		return err
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("cancel job %s: %w", jobID, err)

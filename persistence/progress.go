@@ -23,15 +23,12 @@ type JobProgress struct {
 	Finished                [carriers.NetworkSlots]int // messages that became final, by network
 }
 
-// logProgress records, in the transaction of the status writes they summarise, the counter
-// deltas of jobs and accounts. Counters are aggregates that many flushes touch; writing them
-// in every flush doubled the database work of small sends, so FoldProgress applies the log in
-// larger, less frequent batches. Because the log commits with the transitions, a crash loses
-// nothing and recovery needs no recount.
-func logProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) error {
-	if len(jobs) == 0 {
-		return nil
-	}
+// queueProgressLog records, in the transaction of the status writes they summarise, the
+// counter deltas of jobs and accounts. Counters are aggregates that many flushes touch; writing
+// them in every flush doubled the database work of small sends, so FoldProgress applies the log
+// in larger, less frequent batches. Because the log commits with the transitions, a crash
+// loses nothing and recovery needs no recount.
+func queueProgressLog(b *pgx.Batch, jobs []JobProgress) {
 	n := len(jobs)
 	ids, accts := make([]uuid.UUID, n), make([]uuid.UUID, n)
 	sent, deliv, failed, refunds := make([]int32, n), make([]int32, n), make([]int32, n), make([]int64, n)
@@ -43,12 +40,8 @@ func logProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) error {
 			finished = append(finished, int32(p.Finished[net]))
 		}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO progress_log (jobs, accounts, sent, delivered, failed, refunded, finished)
+	b.Queue(`INSERT INTO progress_log (jobs, accounts, sent, delivered, failed, refunded, finished)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, ids, accts, sent, deliv, failed, refunds, finished)
-	if err != nil {
-		return fmt.Errorf("log progress: %w", err)
-	}
-	return nil
 }
 
 // FoldResult is what one FoldProgress did.

@@ -117,10 +117,8 @@ func (s *Store) flushReceipts(ctx context.Context, rb ReceiptBatch, copyRefs boo
 		res.Final = agg.final
 		res.Jobs = agg.progress()
 		res.Reused = agg.reused
-		if res.Refunds, err = applyRefunds(ctx, tx, res.Jobs, s.faults.SkipRefunds); err != nil {
-			return err
-		}
-		return logProgress(ctx, tx, res.Jobs)
+		res.Refunds, err = settle(ctx, tx, res.Jobs, s.faults.SkipRefunds)
+		return err
 	})
 	if err != nil {
 		return FlushResult{}, fmt.Errorf("flush receipts: %w", err)

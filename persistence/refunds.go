@@ -13,10 +13,28 @@ import (
 // refund is what an account gets back from one flush.
 type refund struct{ cents, units int64 }
 
-// applyRefunds gives failed messages' cost back to their wallets, with one ledger entry per
-// job, and takes their parts off the account's lifetime volume: tiers count only SMS billed and
-// not refunded, so sends that fail buy no cheaper tier.
-func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress, skipWallets bool) ([]WalletSnapshot, error) {
+// settle writes what a group of status transitions owes, as the last round trip of their
+// transaction: the progress log, and refunds for failed messages (one ledger entry per job,
+// cost back to the wallet, parts off the account's lifetime volume: tiers count only SMS
+// billed and not refunded, so sends that fail buy no cheaper tier). The wallet and daily-spend
+// rows, which accepts lock too, are locked last and held for this one round trip and the
+// commit: a group commit of sends waits for no more than that.
+func settle(ctx context.Context, tx pgx.Tx, jobs []JobProgress, skipWallets bool) ([]WalletSnapshot, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	b := &pgx.Batch{}
+	queueProgressLog(b, jobs)
+	var snaps []WalletSnapshot
+	queueRefunds(b, jobs, skipWallets, &snaps)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("settle: %w", err)
+	}
+	return snaps, nil
+}
+
+// queueRefunds queues the refunds of failed messages; snaps receives the refunded wallets.
+func queueRefunds(b *pgx.Batch, jobs []JobProgress, skipWallets bool, snaps *[]WalletSnapshot) {
 	byAccount := map[uuid.UUID]*refund{}
 	var entryIDs, entryAccts, entryJobs []uuid.UUID
 	var entryAmounts, entryCounts []int64
@@ -39,44 +57,33 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, jobs []JobProgress, skipWallet
 		entryAmounts, entryCounts = append(entryAmounts, p.RefundedCents), append(entryCounts, int64(p.Failed))
 		entryDescs = append(entryDescs, fmt.Sprintf("refund for %d failed message%s", p.Failed, plural(p.Failed)))
 	}
+	if len(entryIDs) > 0 {
+		b.Queue(`INSERT INTO wallet_transactions (id, account_id, type, amount_cents, sms_count, job_id, description)
+			SELECT u.id, u.account_id, 'refund', u.amount, u.n, u.job_id, u.description
+			FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::uuid[], $6::text[])
+				AS u(id, account_id, amount, n, job_id, description)`,
+			entryIDs, entryAccts, entryAmounts, entryCounts, entryJobs, entryDescs)
+	}
 	if skipWallets { // the SkipRefunds fault: the drills must notice the ledger disagreeing
 		clear(byAccount)
 	}
-	snaps, err := refundWallets(ctx, tx, byAccount)
-	if err != nil {
-		return nil, err
-	}
-	if err := refundDailySpend(ctx, tx, jobs); err != nil {
-		return nil, err
-	}
-	if len(entryIDs) == 0 {
-		return snaps, nil
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO wallet_transactions (id, account_id, type, amount_cents, sms_count, job_id, description)
-		SELECT u.id, u.account_id, 'refund', u.amount, u.n, u.job_id, u.description
-		FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::bigint[], $5::uuid[], $6::text[])
-			AS u(id, account_id, amount, n, job_id, description)`,
-		entryIDs, entryAccts, entryAmounts, entryCounts, entryJobs, entryDescs)
-	if err != nil {
-		return nil, fmt.Errorf("record refunds: %w", err)
-	}
-	return snaps, nil
+	// Wallets before daily spend, each in account order, as accepts lock them: no deadlock.
+	queueWalletRefunds(b, byAccount, snaps)
+	queueDailySpendRefunds(b, jobs)
 }
 
-// refundWallets returns cents and parts to wallets, locking them in account order.
-func refundWallets(ctx context.Context, tx pgx.Tx, byAccount map[uuid.UUID]*refund) ([]WalletSnapshot, error) {
+// queueWalletRefunds returns cents and parts to wallets, locking them in account order.
+func queueWalletRefunds(b *pgx.Batch, byAccount map[uuid.UUID]*refund, snaps *[]WalletSnapshot) {
 	if len(byAccount) == 0 {
-		return nil, nil
+		return
 	}
 	accts := sortedIDs(byAccount)
 	amounts, units := make([]int64, len(accts)), make([]int64, len(accts))
 	for i, id := range accts {
 		amounts[i], units[i] = byAccount[id].cents, byAccount[id].units
 	}
-	if _, err := tx.Exec(ctx, lockWallets, accts); err != nil {
-		return nil, fmt.Errorf("lock wallets: %w", err)
-	}
-	rows, err := tx.Query(ctx, `
+	b.Queue(lockWallets, accts)
+	b.Queue(`
 		UPDATE wallets w SET balance_cents = w.balance_cents + u.amount,
 			total_spent_cents = greatest(w.total_spent_cents - u.amount, 0),
 			total_sms_sent = greatest(w.total_sms_sent - u.units, 0),
@@ -84,29 +91,21 @@ func refundWallets(ctx context.Context, tx pgx.Tx, byAccount map[uuid.UUID]*refu
 			version = w.version + 1, updated_at = now()
 		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS u(account_id, amount, units)
 		WHERE w.account_id = u.account_id
-		RETURNING w.account_id, w.balance_cents, w.version, w.lifetime_sms`, accts, amounts, units)
-	if err != nil {
-		return nil, fmt.Errorf("refund wallets: %w", err)
-	}
-	var snaps []WalletSnapshot
-	for rows.Next() {
-		var w WalletSnapshot
-		if err := rows.Scan(w.fields()...); err != nil {
-			rows.Close()
-			return nil, err
+		RETURNING w.account_id, w.balance_cents, w.version, w.lifetime_sms`, accts, amounts, units).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var w WalletSnapshot
+			if err := rows.Scan(w.fields()...); err != nil {
+				return err
+			}
+			*snaps = append(*snaps, w)
 		}
-		snaps = append(snaps, w)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("refund wallets: %w", err)
-	}
-	return snaps, nil
+		return rows.Err()
+	})
 }
 
-// refundDailySpend takes refunds off the spend of the day their job was accepted (UTC), so a
-// day's figure is what that day's sends finally cost.
-func refundDailySpend(ctx context.Context, tx pgx.Tx, jobs []JobProgress) error {
+// queueDailySpendRefunds takes refunds off the spend of the day their job was accepted (UTC),
+// so a day's figure is what that day's sends finally cost.
+func queueDailySpendRefunds(b *pgx.Batch, jobs []JobProgress) {
 	var ids []uuid.UUID
 	var cents, units []int64
 	for _, p := range jobs {
@@ -115,16 +114,12 @@ func refundDailySpend(ctx context.Context, tx pgx.Tx, jobs []JobProgress) error 
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO account_days (account_id, day, spend_cents, sms_count)
+	b.Queue(`INSERT INTO account_days (account_id, day, spend_cents, sms_count)
 		SELECT j.account_id, (j.created_at AT TIME ZONE 'UTC')::date, -sum(u.cents), -sum(u.units)
 		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS u(job_id, cents, units) JOIN jobs j ON j.id = u.job_id
 		GROUP BY 1, 2 ORDER BY 1, 2
 		ON CONFLICT (account_id, day) DO UPDATE SET spend_cents = account_days.spend_cents + excluded.spend_cents,
 			sms_count = account_days.sms_count + excluded.sms_count`, ids, cents, units)
-	if err != nil {
-		return fmt.Errorf("refund daily spend: %w", err)
-	}
-	return nil
 }
