@@ -88,15 +88,8 @@ func (s *Store) acceptFast(ctx context.Context, jobs []NewJob, g debitGroup) ([]
 	b := &pgx.Batch{}
 	b.Queue(lockWallets, g.accounts)
 	snaps := map[uuid.UUID]WalletSnapshot{}
-	b.Queue(debitWallets+` RETURNING w.account_id, w.balance_cents, w.version, w.lifetime_sms`, g.accounts, g.costs, g.units, g.recipients).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var w WalletSnapshot
-			if err := rows.Scan(w.fields()...); err != nil {
-				return err
-			}
-			snaps[w.AccountID] = w
-		}
-		return rows.Err()
+	b.Queue(debitWallets+walletsReturning, g.accounts, g.costs, g.units, g.recipients).Query(func(rows pgx.Rows) error {
+		return scanWallets(rows, func(w WalletSnapshot) { snaps[w.AccountID] = w })
 	})
 	queueRecords(b, jobs)
 	if err := s.accept.SendBatch(ctx, b).Close(); err != nil {
@@ -150,22 +143,13 @@ func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob) ([]AcceptResul
 		if _, err := tx.Exec(ctx, lockWallets, g.accounts); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, debitWallets+` AND w.balance_cents >= u.cost RETURNING w.account_id, w.balance_cents, w.version, w.lifetime_sms`,
+		rows, err := tx.Query(ctx, debitWallets+` AND w.balance_cents >= u.cost`+walletsReturning,
 			g.accounts, g.costs, g.units, g.recipients)
 		if err != nil {
 			return fmt.Errorf("debit wallets: %w", err)
 		}
 		snaps := map[uuid.UUID]WalletSnapshot{}
-		for rows.Next() {
-			var w WalletSnapshot
-			if err := rows.Scan(w.fields()...); err != nil {
-				rows.Close()
-				return err
-			}
-			snaps[w.AccountID] = w
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := scanWallets(rows, func(w WalletSnapshot) { snaps[w.AccountID] = w }); err != nil {
 			return fmt.Errorf("debit wallets: %w", err)
 		}
 		var ok []NewJob

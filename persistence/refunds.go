@@ -90,16 +90,8 @@ func queueWalletRefunds(b *pgx.Batch, byAccount map[uuid.UUID]*refund, snaps *[]
 			lifetime_sms = greatest(w.lifetime_sms - u.units, 0),
 			version = w.version + 1, updated_at = now()
 		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[]) AS u(account_id, amount, units)
-		WHERE w.account_id = u.account_id
-		RETURNING w.account_id, w.balance_cents, w.version, w.lifetime_sms`, accts, amounts, units).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var w WalletSnapshot
-			if err := rows.Scan(w.fields()...); err != nil {
-				return err
-			}
-			*snaps = append(*snaps, w)
-		}
-		return rows.Err()
+		WHERE w.account_id = u.account_id`+walletsReturning, accts, amounts, units).Query(func(rows pgx.Rows) error {
+		return scanWallets(rows, func(w WalletSnapshot) { *snaps = append(*snaps, w) })
 	})
 }
 

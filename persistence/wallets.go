@@ -107,6 +107,23 @@ type WalletSnapshot struct {
 // snapshotColumns are what a statement changing a wallet returns, scanned by fields.
 const snapshotColumns = `account_id, balance_cents, version, lifetime_sms`
 
+// walletsReturning reads back the wallets an UPDATE … FROM unnest changed (qualified: the
+// unnest has an account_id of its own).
+const walletsReturning = ` RETURNING w.account_id, w.balance_cents, w.version, w.lifetime_sms`
+
+// scanWallets reads the rows of walletsReturning, handing each wallet to add.
+func scanWallets(rows pgx.Rows, add func(WalletSnapshot)) error {
+	defer rows.Close()
+	for rows.Next() {
+		var w WalletSnapshot
+		if err := rows.Scan(w.fields()...); err != nil {
+			return err
+		}
+		add(w)
+	}
+	return rows.Err()
+}
+
 func (w *WalletSnapshot) fields() []any {
 	return []any{&w.AccountID, &w.BalanceCents, &w.Version, &w.LifetimeSMS}
 }
