@@ -53,6 +53,7 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (SendResult, error) 
 	if !e.accepting.Load() {
 		return SendResult{}, ErrStopping
 	}
+	defer e.acceptingBulk(len(req.Recipients))()
 	res, err := e.tenantRequest(ctx, req.AccountID, &sendCmd{req: req, at: time.Now()})
 	if err != nil {
 		return SendResult{}, err

@@ -86,6 +86,8 @@ type Engine struct {
 	// jobs wait.
 	unsettled sync.Map // uuid.UUID (message id) → struct{}
 	marksRead atomic.Bool
+	// bulkAccepts: large sends being accepted, which links give way to (priority.go).
+	bulkAccepts atomic.Int32
 	// startID is a UUIDv7 of this start: ids (marks, jobs) before it are earlier runs'.
 	startID          uuid.UUID
 	recoveryProgress recoveryProgress

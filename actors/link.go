@@ -64,6 +64,7 @@ type linkState struct {
 	markRetry              time.Duration
 
 	dry      bool      // nothing to submit while jobs wait for outcomes; the receipts shards were asked
+	yield    yielding  // holding off while a bulk send is accepted
 	wakeAt   time.Time // when the armed wake-up fires (zero: none)
 	draining bool
 	waiters  []*actor.PID
@@ -262,8 +263,12 @@ func (l *linkActor) pump(ctx actor.Context) {
 		}
 		return
 	}
-	l.submitReady(ctx)
 	now := time.Now()
+	if st.yield.hold(now, l.e.bulkAccepts.Load(), l.e.opts.BulkYield) {
+		l.wakeAt(ctx, now.Add(time.Millisecond))
+		return
+	}
+	l.submitReady(ctx)
 	for len(st.retry)+st.queue.len() > 0 && len(st.toMark)+st.markingN+len(st.ready) < markAhead*st.opts.Window {
 		if st.breaker.State() == gobreaker.StateOpen {
 			l.wakeAt(ctx, now.Add(breakerProbeEvery))

@@ -40,8 +40,11 @@ type Options struct {
 	ProgressInterval time.Duration // how often job counters are folded from the progress log (1s)
 	CommandTimeout   time.Duration // how long Engine methods wait for the engine (15s)
 	LowBalanceCents  int64         // a send leaving less than this raises low_balance (0: never)
-	Links            map[carriers.Network]LinkOptions
-	Faults           Faults // deliberate defects, for the drills' own tests only
+	// BulkYield: how long links hold off taking submits while a send of bulkRecipients or more
+	// is being accepted, at most half of any stretch (0: never).
+	BulkYield time.Duration
+	Links     map[carriers.Network]LinkOptions
+	Faults    Faults // deliberate defects, for the drills' own tests only
 }
 
 // Faults are deliberate defects a drill turns on to prove it notices them. Only binaries

@@ -232,6 +232,7 @@ func (a *App) startEngine(ctx context.Context) error {
 		HandOffBudget:   handOffBudget(cfg.HandOffMessages),
 		CampaignWindow:  cfg.CampaignWindow,
 		JobWindow:       jobWindow(cfg.JobWindow),
+		BulkYield:       cfg.BulkAcceptYield,
 		Links:           links,
 	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: cs})
 	if err != nil {

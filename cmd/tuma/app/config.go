@@ -84,6 +84,7 @@ type Config struct {
 	SimOutcomes     Outcomes
 	LinkTPS         PerNetwork
 	LinkWindow      int
+	BulkAcceptYield time.Duration // 0: links never give way to a bulk accept
 	ReceiptTimeout  time.Duration
 	ReceiptDeadline time.Duration
 	Faults          Faults
