@@ -65,6 +65,7 @@ type Engine struct {
 	m        *metrics
 
 	sys        *actor.ActorSystem
+	pool       *pool // runs mailboxes and goIO (pool.go)
 	root       *actor.RootContext
 	supervisor *actor.PID
 	// The fixed actors' PIDs, computed from their names once: a respawn after a supervisor
@@ -146,7 +147,8 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 		}
 	}
 	e := &Engine{opts: opts, log: deps.Log, store: deps.Store, carriers: deps.Carriers, m: m,
-		expansions: make(chan struct{}, opts.Expansions), ready: make(chan struct{})}
+		expansions: make(chan struct{}, opts.Expansions), ready: make(chan struct{}),
+		pool: newPool(poolIdle, mailboxThroughput)}
 	e.startID = persistence.NewID()
 	e.life, e.cancel = context.WithCancel(context.Background())
 	e.workLife, e.workStop = context.WithCancel(e.life)
@@ -227,7 +229,7 @@ func (e *Engine) receiptsForMessage(id uuid.UUID) *actor.PID {
 
 // props are the properties of every engine actor: restarted on panic.
 func (e *Engine) props(producer actor.Producer) *actor.Props {
-	return actor.PropsFromProducer(producer, actor.WithSupervisor(restartStrategy()))
+	return actor.PropsFromProducer(producer, actor.WithSupervisor(restartStrategy()), actor.WithDispatcher(e.pool))
 }
 
 // restartStrategy restarts a panicking child; a child failing 10 times within a minute is
@@ -315,12 +317,12 @@ func (e *Engine) tenantRequest(ctx context.Context, id uuid.UUID, msg any) (any,
 // goIO runs f on a goroutine owned by the engine, with a context that Kill cancels.
 func (e *Engine) goIO(timeout time.Duration, f func(ctx context.Context)) {
 	e.io.Add(1)
-	go func() {
+	e.pool.Schedule(func() {
 		defer e.io.Done()
 		ctx, cancel := context.WithTimeout(e.life, timeout)
 		defer cancel()
 		f(ctx)
-	}()
+	})
 }
 
 // Stop drains the engine: no new commands, accepted sends finish committing, links stop
@@ -369,6 +371,7 @@ func (e *Engine) teardown() {
 		}
 		e.io.Wait()
 		e.sys.Shutdown()
+		e.pool.close()
 	})
 }
 

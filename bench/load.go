@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -91,11 +92,12 @@ type tally struct {
 	s4xx      int64
 	s429      int64 // also counted in s4xx
 	s5xx      int64
-	sOther    int64 // 1xx, 3xx: not success either
-	transport int64 // no HTTP answer (connection error, timeout)
-	badBody   int64 // a 202 whose body did not say how many recipients it took
-	offered   int64 // recipients in every send made
-	accepted  int64 // recipients the 202s took (recipients_count)
+	sOther    int64            // 1xx, 3xx: not success either
+	codes     map[string]int64 // non-2xx answers by status and problem code ("503 unavailable")
+	transport int64            // no HTTP answer (connection error, timeout)
+	badBody   int64            // a 202 whose body did not say how many recipients it took
+	offered   int64            // recipients in every send made
+	accepted  int64            // recipients the 202s took (recipients_count)
 	lat       []time.Duration
 	at        []time.Duration // when each accepted send started, since the load began
 	jobs      []jobStart      // the job each accepted send created, and when the send began
@@ -108,6 +110,12 @@ func (t *tally) add(o *tally) {
 	t.s429 += o.s429
 	t.s5xx += o.s5xx
 	t.sOther += o.sOther
+	for k, v := range o.codes {
+		if t.codes == nil {
+			t.codes = map[string]int64{}
+		}
+		t.codes[k] += v
+	}
 	t.transport += o.transport
 	t.badBody += o.badBody
 	t.offered += o.offered
@@ -159,6 +167,8 @@ func (l *loader) send(t *tenant, body []byte, n int, tl *tally, since time.Time)
 	case err != nil:
 		// Not accepted, whatever the server may have done: the client never heard.
 		tl.transport++
+		l.live.errors.Add(1)
+		return
 	case status >= 200 && status < 300:
 		tl.s2xx++
 		got := int64(n)
@@ -178,6 +188,9 @@ func (l *loader) send(t *tenant, body []byte, n int, tl *tally, since time.Time)
 		t.accepted.Add(got)
 		l.live.accepted.Add(got)
 		return
+	}
+	tl.countCode(status, resp.Body())
+	switch {
 	case status == 429:
 		tl.s4xx++
 		tl.s429++
@@ -189,6 +202,22 @@ func (l *loader) send(t *tenant, body []byte, n int, tl *tally, since time.Time)
 		tl.sOther++
 	}
 	l.live.errors.Add(1)
+}
+
+// countCode counts a refused send by its status and problem code, so a run says why it was
+// refused, not only how often.
+func (t *tally) countCode(status int, body []byte) {
+	var p struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(body, &p)
+	if p.Code == "" {
+		p.Code = "(no problem code)"
+	}
+	if t.codes == nil {
+		t.codes = map[string]int64{}
+	}
+	t.codes[fmt.Sprintf("%d %s", status, p.Code)]++
 }
 
 // sizer picks the recipients of a client's next send.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -60,6 +61,8 @@ type Requests struct {
 	TransportErrors int64 `json:"transport_errors"`
 	BadBodies       int64 `json:"bad_bodies"` // 2xx without recipients_count
 	Missed          int64 `json:"missed"`     // open-loop sends no client was free to start
+	// Refusals counts the answers that were not 2xx by status and problem code ("503 overloaded").
+	Refusals map[string]int64 `json:"refusals,omitempty"`
 }
 
 // Messages counts recipients. Accepted comes from the 202s only; delivered and failed from
@@ -154,7 +157,8 @@ func newResult(ctx context.Context, o observed) Result {
 	r.Commit, r.Dirty = gitCommit(ctx)
 	l, d := o.load, o.drain
 	r.Requests = Requests{Total: l.requests, Status2xx: l.s2xx, Status4xx: l.s4xx, Status429: l.s429,
-		Status5xx: l.s5xx, StatusOther: l.sOther, TransportErrors: l.transport, BadBodies: l.badBody, Missed: l.missed}
+		Status5xx: l.s5xx, StatusOther: l.sOther, TransportErrors: l.transport, BadBodies: l.badBody, Missed: l.missed,
+		Refusals: l.codes}
 	r.Messages = Messages{Offered: l.offered, Accepted: l.accepted, Delivered: d.stats.Delivered,
 		Failed: d.stats.Failed, Unconfirmed: d.unconfirmed, Drained: d.drained}
 	r.Windows = windows(l, o.samples)
@@ -427,6 +431,9 @@ func (r Result) print(w io.Writer) error {
 	fmt.Fprintf(tw, "  2xx\t%s\t%s (202)\t%s\n", count(q.Status2xx), count(int64(s.Send202)), agree(s.Send202 == float64(q.Status2xx)))
 	fmt.Fprintf(tw, "  4xx (of which 429)\t%s (%s)\t\t\n", count(q.Status4xx), count(q.Status429))
 	fmt.Fprintf(tw, "  5xx\t%s\t\t\n", count(q.Status5xx))
+	for _, k := range slices.Sorted(maps.Keys(q.Refusals)) {
+		fmt.Fprintf(tw, "    %s\t%s\t\t\n", k, count(q.Refusals[k]))
+	}
 	fmt.Fprintf(tw, "  transport errors\t%s\t\t\n", count(q.TransportErrors))
 	if q.Missed > 0 {
 		fmt.Fprintf(tw, "  missed (no free client)\t%s\t\t\n", count(q.Missed))

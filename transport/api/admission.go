@@ -17,7 +17,8 @@ import (
 // the wait of those in flight at the rate the node serves them, exceeded the target, the
 // bound shrinks in proportion (by target/latency, at least a quarter) and at most to what
 // the node serves within the target (never under a floor), so a storm is met in a window; when it did not and the bound
-// was reached, it doubles while requests take under half the target and grows by a twentieth
+// was reached, it doubles (or, saturated, rises at once to what the node serves within the
+// target) while requests take under half the target and grows by a twentieth
 // nearer it (never over the ceiling). A node then holds only as many requests as it serves within the target,
 // whatever they cost: a hundred 1-recipient sends or a few 10,000-recipient ones.
 type admission struct {
@@ -51,10 +52,25 @@ func (a *admission) enter() bool {
 	}
 	if a.n.Add(1) > a.limit.Load() {
 		a.n.Add(-1)
-		a.full.Store(true)
+		if !a.full.Swap(true) {
+			a.restartStale()
+		}
 		return false
 	}
 	return true
+}
+
+// restartStale starts a new window when the bound is first reached in one that began more
+// than a window ago: its idle start would hide the rate, and the bound would only double at
+// its close, while a burst after a quiet spell is refused meanwhile. Counted from the onset
+// of the burst, the window measures the rate that sets the bound (Little's law) at its close.
+func (a *admission) restartStale() {
+	now := time.Now().UnixNano()
+	start := a.windowStart.Load()
+	if now-start > int64(a.window) && a.windowStart.CompareAndSwap(start, now) {
+		a.served.Store(0)
+		a.sumNanos.Store(0)
+	}
 }
 
 // leave gives the place back, with how long the request took.
@@ -105,7 +121,15 @@ func (a *admission) leave(took time.Duration) {
 		// Far under the target: open up at once. A bound shrunk by a few slow requests (large
 		// reads at the end of a busy spell) would otherwise shed the next burst of quick ones
 		// for seconds while it crept back up (measured: 75% of 1-recipient sends for 4 s).
-		limit = min(a.ceiling, 2*limit)
+		// Saturated, the node's rate says how many it serves within the target (Little's
+		// law, as when shrinking): a bound at its floor after a spell of slow sign-ups
+		// reaches it in one window, not after a run of doublings that shed a burst of
+		// quick sends meanwhile (measured: 9,700 refused in the first 0.5 s of a run).
+		grown := 2 * limit
+		if saturated {
+			grown = max(grown, int64(rate*float64(a.target)))
+		}
+		limit = min(a.ceiling, grown)
 	case full:
 		limit = min(a.ceiling, limit+max(1, limit/20))
 	}

@@ -180,8 +180,60 @@ func TestAdmissionRecoversQuicklyFromTheFloor(t *testing.T) {
 			t.Fatalf("bound %d after %d full windows of 15 ms requests; want ≥ 64 within 4", a.bound(), windows)
 		}
 	}
+	// Saturated at the floor by 1 ms requests, 800 served in the 100 ms window (8,000/s): the
+	// node serves 2,000 within the 250 ms target, so the bound is the ceiling after one window.
+	a.limit.Store(admissionFloor)
+	a.windowStart.Store(time.Now().UnixNano())
+	for range 799 {
+		a.enter()
+		a.leave(time.Millisecond)
+	}
+	a.full.Store(true)
+	a.windowStart.Store(time.Now().Add(-a.window).UnixNano())
+	a.enter()
+	a.leave(time.Millisecond)
+	if b := a.bound(); b != 512 {
+		t.Errorf("bound %d after one saturated window of 8,000 quick requests/s; want the ceiling 512", b)
+	}
 	a.limit.Store(100)
 	if b := serveWindow(a, 200*time.Millisecond, true); b != 105 {
 		t.Errorf("bound %d after a full window at 200 ms of a 250 ms target; want 105 (a twentieth more)", b)
+	}
+}
+
+// A burst after a quiet spell, at a bound left at its floor: the window that saw the quiet
+// restarts when the burst first reaches the bound, so its close measures the burst's rate and
+// opens the bound in one window (a window begun idle would only double it).
+func TestAdmissionBurstAfterQuietRestartsTheWindow(t *testing.T) {
+	a := newAdmission(512, 250*time.Millisecond)
+	a.limit.Store(admissionFloor)
+	a.windowStart.Store(time.Now().Add(-10 * time.Second).UnixNano())
+	a.served.Store(5)
+	for range admissionFloor {
+		if !a.enter() {
+			t.Fatal("refused under the bound")
+		}
+	}
+	if a.enter() {
+		t.Fatal("admitted over the bound")
+	}
+	if age := time.Since(time.Unix(0, a.windowStart.Load())); age > time.Second {
+		t.Fatalf("window began %v ago after the burst reached the bound; want it restarted", age)
+	}
+	if n := a.served.Load(); n != 0 {
+		t.Fatalf("%d requests of the quiet spell still count in the restarted window", n)
+	}
+	for a.n.Load() > 0 {
+		a.leave(time.Millisecond)
+	}
+	for range 799 - admissionFloor {
+		a.enter()
+		a.leave(time.Millisecond)
+	}
+	a.windowStart.Store(time.Now().Add(-a.window).UnixNano())
+	a.enter()
+	a.leave(time.Millisecond)
+	if b := a.bound(); b != 512 {
+		t.Errorf("bound %d one window into a burst of 8,000 quick requests/s; want the ceiling 512", b)
 	}
 }
