@@ -111,10 +111,7 @@ func (t *tally) add(o *tally) {
 	t.s5xx += o.s5xx
 	t.sOther += o.sOther
 	for k, v := range o.codes {
-		if t.codes == nil {
-			t.codes = map[string]int64{}
-		}
-		t.codes[k] += v
+		t.addCode(k, v)
 	}
 	t.transport += o.transport
 	t.badBody += o.badBody
@@ -214,10 +211,14 @@ func (t *tally) countCode(status int, body []byte) {
 	if p.Code == "" {
 		p.Code = "(no problem code)"
 	}
+	t.addCode(fmt.Sprintf("%d %s", status, p.Code), 1)
+}
+
+func (t *tally) addCode(key string, n int64) {
 	if t.codes == nil {
 		t.codes = map[string]int64{}
 	}
-	t.codes[fmt.Sprintf("%d %s", status, p.Code)]++
+	t.codes[key] += n
 }
 
 // sizer picks the recipients of a client's next send.

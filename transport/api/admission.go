@@ -122,7 +122,7 @@ func (a *admission) leave(took time.Duration) {
 		// reads at the end of a busy spell) would otherwise shed the next burst of quick ones
 		// for seconds while it crept back up (measured: 75% of 1-recipient sends for 4 s).
 		// Saturated, the node's rate says how many it serves within the target (Little's
-		// law, as when shrinking): a bound at its floor after a spell of slow sign-ups
+		// law, as when shrinking): a bound left at its floor by a spell of slow requests
 		// reaches it in one window, not after a run of doublings that shed a burst of
 		// quick sends meanwhile (measured: 9,700 refused in the first 0.5 s of a run).
 		grown := 2 * limit
