@@ -93,7 +93,7 @@ func (o *Options) setDefaults() {
 	links := map[carriers.Network]LinkOptions{}
 	for _, n := range carriers.Networks() {
 		l := o.Links[n]
-		def(&l.Window, 100)
+		def(&l.Window, 256) // TUMA_LINK_WINDOW's default: one job's window per network
 		def(&l.MaxAttempts, 3)
 		defDur(&l.BreakerTimeout, 5*time.Second)
 		if l.BreakerMinReqs == 0 {
