@@ -68,101 +68,93 @@ func (n *netMetrics) failed(stage string) prometheus.Counter {
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	lat := []float64{.0005, .001, .0025, .005, .01, .02, .04, .06, .1, .25, .5, 1, 2.5, 5, 10}
-	byNet := []string{"network"}
+	e2e := []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+	sizes := []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}
+	s := &series{reg: reg}
 	m := &metrics{
-		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "messages", Name: "accepted_total",
-			Help: "Messages accepted (durably queued) by network."}, byNet),
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "submit_attempts_total",
-			Help: "Submits a link started (its egress, as its rate cap paces it), whatever the network answered."}, byNet),
-		submitted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "messages", Name: "submitted_total",
-			Help: "Messages the network accepted (status sent), by network."}, byNet),
-		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "messages", Name: "delivered_total",
-			Help: "Messages delivered, by network."}, byNet),
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "messages", Name: "failed_total",
-			Help: "Messages failed, by network and stage (submit: never accepted; receipt: the network reported failure)."},
-			[]string{"network", "stage"}),
-		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "throttled_total",
-			Help: "Submits the network answered with a throttle (retried later, not failed)."}, byNet),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "retries_total",
-			Help: "Submits retried after a temporary failure."}, byNet),
-		submitLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: "link", Name: "submit_duration_seconds",
-			Help: "Time a network takes to answer a submit.", Buckets: lat}, byNet),
-		endToEnd: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: "messages", Name: "end_to_end_seconds",
-			Help:    "Time from acceptance to a final state (delivered or failed).",
-			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}}, []string{"network", "outcome"}),
-		acceptLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: "engine", Name: "accept_duration_seconds",
-			Help: "Time from a send reaching its tenant to the durable commit of its job and debit.", Buckets: lat}),
-		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "link", Name: "breaker_state",
-			Help: "Circuit breaker state per network: 0 closed, 1 half-open, 2 open."}, byNet),
-		windowInUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "link", Name: "window_in_use",
-			Help: "Submits in flight per network."}, byNet),
-		windowSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "link", Name: "window_size",
-			Help: "Most submits a link keeps in flight."}, byNet),
-		linkQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "link", Name: "queue_depth",
-			Help: "Messages waiting in a link for a token, a window slot or the breaker."}, byNet),
-		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "actor", Name: "restarts_total",
-			Help: "Actors restarted by their supervisor after a panic, by kind."}, []string{"kind"}),
-		tenants: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "tenants_active",
-			Help: "Tenant actors alive."}),
-		jobsActive: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "jobs_active",
-			Help: "Jobs dispatching now."}),
-		jobsWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "jobs_waiting",
-			Help: "Jobs waiting for a dispatch slot of their tenant."}),
-		receiptsQueue: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "receipts", Name: "queue_depth",
-			Help: "Status transitions waiting to be written."}),
-		debited: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "wallet", Name: "debited_cents_total",
-			Help: "Cents debited for accepted sends."}),
-		refunded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "wallet", Name: "refunded_cents_total",
-			Help: "Cents refunded for failed messages."}),
-		credited: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "wallet", Name: "credited_cents_total",
-			Help: "Cents credited (top-ups, operator credits)."}),
-		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: "db", Name: "batch_size",
-			Help: "Items per database batch, by operation.", Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}},
-			[]string{"op"}),
-		batchLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: "db", Name: "batch_duration_seconds",
-			Help: "Time a database batch takes, by operation.", Buckets: lat}, []string{"op"}),
-		batchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "db", Name: "batch_errors_total",
-			Help: "Database batches that failed (and were retried), by operation."}, []string{"op"}),
-		unmatched: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "receipts", Name: "unmatched_total",
-			Help: "Receipts dropped because no sent message matched them after retries."}),
-		resumed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "engine", Name: "messages_resumed_total",
-			Help: "Unfinished messages (queued or awaiting a receipt) read back by jobs resumed after a restart."}),
-		optedOut: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "campaigns", Name: "opted_out_skipped_total",
-			Help: "Campaign messages not sent (and refunded) because their contact opted out after the campaign was created."}),
-		foldedEntries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "engine", Name: "progress_folded_total",
-			Help: "Progress log entries folded into job counters."}),
-		jobsCompleted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "engine", Name: "jobs_completed_total",
-			Help: "Jobs whose every message reached a final state."}),
-		recovering: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "recovery_in_progress",
-			Help: "1 while recovery is still waking the tenants of unfinished jobs, else 0."}),
-		recoverySeconds: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "recovery_duration_seconds",
-			Help: "How long the last recovery took to wake every tenant with unfinished jobs (they resume them while serving)."}),
-		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "duplicate_requests_total",
-			Help: "Submit requests dropped because the link already had (or had just submitted) the message."}, byNet),
-		resentAfterCrash: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "resent_after_crash_total",
-			Help: "Messages submitted again after a crash without the network being able to say whether it had them (possible duplicates, bounded by the windows in flight at the crash)."}, byNet),
-		recoveredVec: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "unsettled_checked_total",
-			Help: "Messages that may have reached the network before a crash, asked about before any resend, by outcome (found: not sent again; absent: sent)."},
-			[]string{"network", "outcome"}),
-		lostAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "link", Name: "lost_answers_total",
-			Help: "Submits whose answer never came (a timeout); the network is asked whether it took them."}, byNet),
-		reused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "receipts", Name: "provider_id_reused_total",
-			Help: "Carrier message ids given to a second message of ours (both kept)."}, byNet),
-		sweepAsked: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "sweeper", Name: "asked_total",
-			Help: "Sent messages without a receipt after the receipt timeout that the sweep asked their network about."}, byNet),
-		sweepExpired: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tuma", Subsystem: "sweeper", Name: "expired_total",
-			Help: "Sent messages failed (and refunded) because no receipt came before the receipt deadline."}, byNet),
-		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tuma", Subsystem: "engine", Name: "backlog_messages",
-			Help: "Messages of unfinished jobs not yet delivered or failed, by network (read every few seconds)."}, byNet),
+		accepted: s.counterVec("messages", "accepted_total",
+			"Messages accepted (durably queued) by network.", "network"),
+		attempts: s.counterVec("link", "submit_attempts_total",
+			"Submits a link started (its egress, as its rate cap paces it), whatever the network answered.", "network"),
+		submitted: s.counterVec("messages", "submitted_total",
+			"Messages the network accepted (status sent), by network.", "network"),
+		delivered: s.counterVec("messages", "delivered_total",
+			"Messages delivered, by network.", "network"),
+		failed: s.counterVec("messages", "failed_total",
+			"Messages failed, by network and stage (submit: never accepted; receipt: the network reported failure).", "network", "stage"),
+		throttled: s.counterVec("link", "throttled_total",
+			"Submits the network answered with a throttle (retried later, not failed).", "network"),
+		retries: s.counterVec("link", "retries_total",
+			"Submits retried after a temporary failure.", "network"),
+		submitLatency: s.histogramVec("link", "submit_duration_seconds",
+			"Time a network takes to answer a submit.", lat, "network"),
+		endToEnd: s.histogramVec("messages", "end_to_end_seconds",
+			"Time from acceptance to a final state (delivered or failed).", e2e, "network", "outcome"),
+		acceptLatency: s.histogram("engine", "accept_duration_seconds",
+			"Time from a send reaching its tenant to the durable commit of its job and debit.", lat),
+		breakerState: s.gaugeVec("link", "breaker_state",
+			"Circuit breaker state per network: 0 closed, 1 half-open, 2 open.", "network"),
+		windowInUse: s.gaugeVec("link", "window_in_use",
+			"Submits in flight per network.", "network"),
+		windowSize: s.gaugeVec("link", "window_size",
+			"Most submits a link keeps in flight.", "network"),
+		linkQueue: s.gaugeVec("link", "queue_depth",
+			"Messages waiting in a link for a token, a window slot or the breaker.", "network"),
+		restarts: s.counterVec("actor", "restarts_total",
+			"Actors restarted by their supervisor after a panic, by kind.", "kind"),
+		tenants: s.gauge("engine", "tenants_active",
+			"Tenant actors alive."),
+		jobsActive: s.gauge("engine", "jobs_active",
+			"Jobs dispatching now."),
+		jobsWaiting: s.gauge("engine", "jobs_waiting",
+			"Jobs waiting for a dispatch slot of their tenant."),
+		receiptsQueue: s.gauge("receipts", "queue_depth",
+			"Status transitions waiting to be written."),
+		debited: s.counter("wallet", "debited_cents_total",
+			"Cents debited for accepted sends."),
+		refunded: s.counter("wallet", "refunded_cents_total",
+			"Cents refunded for failed messages."),
+		credited: s.counter("wallet", "credited_cents_total",
+			"Cents credited (top-ups, operator credits)."),
+		batchSize: s.histogramVec("db", "batch_size",
+			"Items per database batch, by operation.", sizes, "op"),
+		batchLatency: s.histogramVec("db", "batch_duration_seconds",
+			"Time a database batch takes, by operation.", lat, "op"),
+		batchErrors: s.counterVec("db", "batch_errors_total",
+			"Database batches that failed (and were retried), by operation.", "op"),
+		unmatched: s.counter("receipts", "unmatched_total",
+			"Receipts dropped because no sent message matched them after retries."),
+		resumed: s.counter("engine", "messages_resumed_total",
+			"Unfinished messages (queued or awaiting a receipt) read back by jobs resumed after a restart."),
+		optedOut: s.counter("campaigns", "opted_out_skipped_total",
+			"Campaign messages not sent (and refunded) because their contact opted out after the campaign was created."),
+		foldedEntries: s.counter("engine", "progress_folded_total",
+			"Progress log entries folded into job counters."),
+		jobsCompleted: s.counter("engine", "jobs_completed_total",
+			"Jobs whose every message reached a final state."),
+		recovering: s.gauge("engine", "recovery_in_progress",
+			"1 while recovery is still waking the tenants of unfinished jobs, else 0."),
+		recoverySeconds: s.gauge("engine", "recovery_duration_seconds",
+			"How long the last recovery took to wake every tenant with unfinished jobs (they resume them while serving)."),
+		duplicates: s.counterVec("link", "duplicate_requests_total",
+			"Submit requests dropped because the link already had (or had just submitted) the message.", "network"),
+		resentAfterCrash: s.counterVec("link", "resent_after_crash_total",
+			"Messages submitted again after a crash without the network being able to say whether it had them (possible duplicates, bounded by the windows in flight at the crash).", "network"),
+		recoveredVec: s.counterVec("link", "unsettled_checked_total",
+			"Messages that may have reached the network before a crash, asked about before any resend, by outcome (found: not sent again; absent: sent).", "network", "outcome"),
+		lostAnswers: s.counterVec("link", "lost_answers_total",
+			"Submits whose answer never came (a timeout); the network is asked whether it took them.", "network"),
+		reused: s.counterVec("receipts", "provider_id_reused_total",
+			"Carrier message ids given to a second message of ours (both kept).", "network"),
+		sweepAsked: s.counterVec("sweeper", "asked_total",
+			"Sent messages without a receipt after the receipt timeout that the sweep asked their network about.", "network"),
+		sweepExpired: s.counterVec("sweeper", "expired_total",
+			"Sent messages failed (and refunded) because no receipt came before the receipt deadline.", "network"),
+		backlog: s.gaugeVec("engine", "backlog_messages",
+			"Messages of unfinished jobs not yet delivered or failed, by network (read every few seconds).", "network"),
 	}
-	for _, c := range []prometheus.Collector{m.accepted, m.submitted, m.attempts, m.delivered, m.failed, m.throttled, m.retries,
-		m.submitLatency, m.endToEnd, m.acceptLatency, m.breakerState, m.windowInUse, m.windowSize, m.linkQueue, m.restarts,
-		m.tenants, m.jobsActive, m.jobsWaiting, m.receiptsQueue, m.debited, m.refunded, m.credited, m.batchSize,
-		m.batchLatency, m.batchErrors, m.unmatched, m.resumed, m.optedOut, m.foldedEntries, m.jobsCompleted, m.recovering, m.recoverySeconds,
-		m.duplicates, m.resentAfterCrash, m.recoveredVec, m.lostAnswers, m.reused, m.sweepAsked, m.sweepExpired, m.backlog} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if s.err != nil {
+		return nil, s.err
 	}
 	// Every series exists from the start, so dashboards and alerts see zeros, not nothing.
 	for _, kind := range actorKinds {
@@ -191,4 +183,46 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// series makes the engine's series in the tuma namespace and registers each as it is made. It
+// keeps the first error, after which it registers nothing more.
+type series struct {
+	reg prometheus.Registerer
+	err error
+}
+
+func register[C prometheus.Collector](s *series, c C) C {
+	if s.err == nil {
+		s.err = s.reg.Register(c)
+	}
+	return c
+}
+
+func opts(sub, name, help string) prometheus.Opts {
+	return prometheus.Opts{Namespace: "tuma", Subsystem: sub, Name: name, Help: help}
+}
+
+func (s *series) counter(sub, name, help string) prometheus.Counter {
+	return register(s, prometheus.NewCounter(prometheus.CounterOpts(opts(sub, name, help))))
+}
+
+func (s *series) counterVec(sub, name, help string, labels ...string) *prometheus.CounterVec {
+	return register(s, prometheus.NewCounterVec(prometheus.CounterOpts(opts(sub, name, help)), labels))
+}
+
+func (s *series) gauge(sub, name, help string) prometheus.Gauge {
+	return register(s, prometheus.NewGauge(prometheus.GaugeOpts(opts(sub, name, help))))
+}
+
+func (s *series) gaugeVec(sub, name, help string, labels ...string) *prometheus.GaugeVec {
+	return register(s, prometheus.NewGaugeVec(prometheus.GaugeOpts(opts(sub, name, help)), labels))
+}
+
+func (s *series) histogram(sub, name, help string, buckets []float64) prometheus.Histogram {
+	return register(s, prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: sub, Name: name, Help: help, Buckets: buckets}))
+}
+
+func (s *series) histogramVec(sub, name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return register(s, prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "tuma", Subsystem: sub, Name: name, Help: help, Buckets: buckets}, labels))
 }
