@@ -60,6 +60,7 @@
 //	receipts*.go   the shard (receipts.go) and its buffer (receipts_batch.go)
 //	progress.go, sweeper.go, recovery.go, writer.go
 //	worker*.go     the worker actor and Worker, and Outbox (a Worker's round over an outbox)
+//	faults_*.go    deliberate defects for the drills, compiled in only with -tags faults
 //
 // Messages between actors are plain data (they could become protobuf for a cluster), declared
 // beside the actor that receives them; drain and panicNow, which several actors take, are in

@@ -253,7 +253,7 @@ func (j *jobActor) pump(ctx actor.Context) {
 	// once its slots are full. Memory stays bounded as before: those messages were in memory
 	// since the accept. Jobs read from the store keep their slot, which bounds how much of a
 	// backlog is read into memory.
-	if st.inline && !st.handedOff && !j.e.opts.Faults.HoldSlots && !st.more && !st.loading && inHand(st) == 0 {
+	if st.inline && !st.handedOff && !j.e.opts.Faults.holdSlots() && !st.more && !st.loading && inHand(st) == 0 {
 		// Only within the engine's budget: past it, a network that is down holds the slots again
 		// rather than letting every accepted message pile up in memory at its link.
 		held := 0

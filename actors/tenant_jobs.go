@@ -60,7 +60,7 @@ func (t *tenantActor) resumePage() int { return 2 * t.e.opts.MaxDispatchingJob }
 
 // startResume begins the walk of jobs left unfinished by earlier runs or incarnations.
 func (t *tenantActor) startResume(ctx actor.Context) {
-	t.resume = resumeState{before: persistence.NewID(), more: !t.e.opts.Faults.SkipResume, seen: map[uuid.UUID]bool{}}
+	t.resume = resumeState{before: persistence.NewID(), more: !t.e.opts.Faults.skipResume(), seen: map[uuid.UUID]bool{}}
 	t.readOpenJobs(ctx)
 }
 
