@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/api"
 )
@@ -43,9 +42,6 @@ func (f Faults) has(name string) bool { return slices.Contains(f, name) }
 
 func (f Faults) store() persistence.Faults {
 	return persistence.Faults{SkipRefunds: f.has("skip-refunds"), CrossTenant: f.has("cross-tenant")}
-}
-func (f Faults) engine() actors.Faults {
-	return actors.Faults{SkipResume: f.has("skip-resume"), HoldSlots: f.has("hold-slots")}
 }
 func (f Faults) front() api.Faults {
 	return api.Faults{ReleaseKeys: f.has("release-keys"), LogSecrets: f.has("log-secrets"), NoShed: f.has("no-shed")}
