@@ -52,7 +52,8 @@
 //	               (engine_budgets); its options, metrics and goroutine pool; owned timers and
 //	               inboxes (engine_owned)
 //	supervisor.go  the tenants' supervisor, and spawning the fixed actors
-//	tenant*.go     life cycle and state (tenant.go), sends, campaigns (pricing, cancelling),
+//	tenant*.go     life cycle and state (tenant.go), sends, quotes (a send priced by the same
+//	               code, reserving nothing), campaigns (pricing, cancelling),
 //	               jobs (slots, waiting queue, resume), wallet (credits, payments, pricing,
 //	               low balance), pricing tiers and notices
 //	job*.go        dispatch windows (job.go), loading messages, a campaign's job, cancelling

@@ -5,11 +5,13 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 )
 
@@ -21,6 +23,36 @@ type SendRequest struct {
 	Sender      *persistence.Sender // an explicit approved sender; nil: the default, else shared
 	Source      string              // api | browser
 	Idempotency *persistence.IdempotencyKey
+	Reference   *string // the caller's correlation id (ValidReference); nil: none
+}
+
+// MaxReferenceLen is the longest reference a send or campaign may carry.
+const MaxReferenceLen = 64
+
+// ErrInvalidReference refuses a send or campaign whose reference ValidReference rejects; the
+// front door checks first, so that it can name the field.
+var ErrInvalidReference = errors.New("a reference must be 1-64 printable ASCII characters")
+
+// ValidReference reports whether ref may be a send's or campaign's reference: 1 to
+// MaxReferenceLen printable ASCII characters (space to tilde), so that it can go unchanged
+// into a query string, a log line or a webhook header.
+func ValidReference(ref string) bool {
+	if len(ref) == 0 || len(ref) > MaxReferenceLen {
+		return false
+	}
+	for i := range len(ref) {
+		if ref[i] < ' ' || ref[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func checkReference(ref *string) error {
+	if ref != nil && !ValidReference(*ref) {
+		return ErrInvalidReference
+	}
+	return nil
 }
 
 // SendResult describes the durably accepted job.
@@ -28,6 +60,42 @@ type SendResult struct {
 	JobID      uuid.UUID
 	Recipients int
 	CostCents  int64
+}
+
+// Quote is what Send would store and debit for the same request at this moment, worked out by
+// the account's tenant with the code that prices sends, reserving nothing.
+//
+// A send's text can differ by network: a sender registered on some networks only leaves the
+// others to the shared sender, whose text carries the company prefix. MessageAsSent, Encoding,
+// Characters and Parts describe one of the texts: the one with the most parts among the
+// networks that have recipients (on a tie, the prefixed one); with no recipients, the one a
+// Safaricom number would get. CostCents counts each recipient's own text.
+type Quote struct {
+	Recipients    int
+	ByNetwork     [carriers.NetworkSlots]int // recipients per network, indexed by carriers.Network
+	MessageAsSent string
+	Encoding      carriers.Encoding
+	Characters    int // code points of MessageAsSent
+	Parts         int // SMS parts of MessageAsSent, each billed
+	CostCents     int64
+	// AvailableCents is the balance Send would check the cost against: the wallet less what
+	// sends waiting for their commit have reserved.
+	AvailableCents int64
+	Sufficient     bool // CostCents <= AvailableCents: Send would not refuse for want of money
+	Suggestion     *QuoteSuggestion
+}
+
+// QuoteSuggestion is the same send with look-alike characters replaced (carriers.
+// ReplaceLookalikes), offered when that makes every text the send would go out with GSM-7.
+// Its text and parts describe the text Quote describes, and its cost is what Send would debit
+// for Message.
+type QuoteSuggestion struct {
+	Replacements  []carriers.Replacement // made in the request's message, in first-seen order
+	Message       string                 // the request's message with the replacements: what to send instead
+	MessageAsSent string                 // as it would go out (the prefix included where it applies)
+	Encoding      carriers.Encoding      // carriers.GSM7
+	Parts         int
+	CostCents     int64
 }
 
 // InsufficientBalanceError says a send costs more than the spendable balance.
@@ -51,6 +119,7 @@ type CampaignRequest struct {
 	Audience    []persistence.Member // the group's active contacts at creation
 	Sender      *persistence.Sender  // an explicit approved sender; nil: the default, else shared
 	Idempotency *persistence.IdempotencyKey
+	Reference   *string // the caller's correlation id (ValidReference); nil: none
 }
 
 // Send prices the send, reserves and debits its cost and records the job durably; it returns
@@ -58,6 +127,9 @@ type CampaignRequest struct {
 func (e *Engine) Send(ctx context.Context, req SendRequest) (SendResult, error) {
 	if !e.accepting.Load() {
 		return SendResult{}, ErrStopping
+	}
+	if err := checkReference(req.Reference); err != nil {
+		return SendResult{}, err
 	}
 	defer e.acceptingBulk(len(req.Recipients))()
 	res, err := e.tenantRequest(ctx, req.AccountID, &sendCmd{req: req, at: time.Now()})
@@ -67,6 +139,21 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (SendResult, error) 
 	return *res.(*SendResult), nil
 }
 
+// Quote says what Send would store and debit for req now (see Quote), writing and reserving
+// nothing. It asks the account's tenant, which sees the company name, default sender, tier and
+// balance that its next send would use, and which answers from memory once it is loaded.
+// req.Recipients are the valid, unique recipients; req.Sender is resolved as for Send.
+func (e *Engine) Quote(ctx context.Context, req SendRequest) (Quote, error) {
+	if !e.accepting.Load() {
+		return Quote{}, ErrStopping
+	}
+	res, err := e.tenantRequest(ctx, req.AccountID, &quoteCmd{req: req})
+	if err != nil {
+		return Quote{}, err
+	}
+	return *res.(*Quote), nil
+}
+
 // CreateCampaign prices a campaign exactly (every contact's text rendered, with the shared
 // sender's prefix where it applies), reserves and debits its cost and records the campaign and
 // its job durably, like Send; a campaign without a time is dispatched at once, a scheduled
@@ -74,6 +161,9 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (SendResult, error) 
 func (e *Engine) CreateCampaign(ctx context.Context, req CampaignRequest) (SendResult, error) {
 	if !e.accepting.Load() {
 		return SendResult{}, ErrStopping
+	}
+	if err := checkReference(req.Reference); err != nil {
+		return SendResult{}, err
 	}
 	res, err := e.tenantRequest(ctx, req.AccountID, &campaignCmd{req: req, at: time.Now()})
 	if err != nil {

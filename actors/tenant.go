@@ -113,7 +113,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		if msg.epoch == t.epoch {
 			t.loadedState(ctx, msg)
 		}
-	case *sendCmd, *campaignCmd, *cancelCmd, *creditCmd, *pricingCmd, *paymentCmd:
+	case *sendCmd, *quoteCmd, *campaignCmd, *cancelCmd, *creditCmd, *pricingCmd, *paymentCmd:
 		if !t.loaded {
 			t.stash = append(t.stash, stashed{msg: msg, reply: ctx.Sender()})
 			return
@@ -225,6 +225,8 @@ func (t *tenantActor) command(ctx actor.Context, msg any, reply *actor.PID) {
 	switch m := msg.(type) {
 	case *sendCmd:
 		t.send(ctx, m, reply)
+	case *quoteCmd:
+		t.quote(ctx, m, reply)
 	case *campaignCmd:
 		t.campaign(ctx, m, reply)
 	case *cancelCmd:

@@ -60,11 +60,13 @@ func (t *tenantActor) campaign(ctx actor.Context, cmd *campaignCmd, reply *actor
 	c := req.Campaign
 	job, pricing, lifetime := t.newJob(req.Sender, len(req.Audience))
 	job.CampaignID, job.Campaign, job.Source, job.Message, job.Idempotency = &c.ID, &c, "campaign", c.Template, req.Idempotency
+	job.Reference = req.Reference
 	vars := variantsOf(job)
 	for _, m := range req.Audience {
 		job.Units += int64(carriers.Segment(campaignText(job, vars[m.Network], m)).Parts)
 		job.NetworkCounts[m.Network]++
 	}
+	job.CostCents = job.Units * pricing.PriceCents
 	if !t.afford(ctx, reply, &job, pricing, lifetime) {
 		return
 	}

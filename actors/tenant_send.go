@@ -45,20 +45,35 @@ func (t *tenantActor) sharedPrefix() string {
 	return t.company + ": "
 }
 
-func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
-	req := cmd.req
+// pricedSend is a send routed, segmented and priced as the tenant would accept it now.
+type pricedSend struct {
+	job      persistence.NewJob // its units, network counts and cost set
+	vars     [carriers.NetworkSlots]variant
+	pricing  Pricing
+	lifetime int64 // the volume the price was read at
+}
+
+// priceSend prices a send at the account's tier now, with its senders routed and each
+// network's text segmented. Send and Quote both call it, so a quote is the charge.
+func (t *tenantActor) priceSend(req SendRequest) pricedSend {
 	job, pricing, lifetime := t.newJob(req.Sender, len(req.Recipients))
-	job.Source, job.Message, job.Idempotency = req.Source, req.Message, req.Idempotency
-	var counts [carriers.NetworkSlots]int
+	job.Source, job.Message, job.Idempotency, job.Reference = req.Source, req.Message, req.Idempotency, req.Reference
 	for _, r := range req.Recipients {
-		counts[r.Network]++
+		job.NetworkCounts[r.Network]++
 	}
 	vars := variantsOf(job)
 	for _, n := range carriers.Networks() {
-		job.Units += int64(counts[n]) * int64(vars[n].parts)
-		job.NetworkCounts[n] = counts[n]
+		job.Units += int64(job.NetworkCounts[n]) * int64(vars[n].parts)
 	}
-	if !t.afford(ctx, reply, &job, pricing, lifetime) {
+	job.CostCents = job.Units * pricing.PriceCents
+	return pricedSend{job: job, vars: vars, pricing: pricing, lifetime: lifetime}
+}
+
+func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
+	req := cmd.req
+	p := t.priceSend(req)
+	job, vars := p.job, p.vars
+	if !t.afford(ctx, reply, &job, p.pricing, p.lifetime) {
 		return
 	}
 	var inline []dispatchMsg
@@ -90,11 +105,14 @@ func (t *tenantActor) newJob(explicit *persistence.Sender, n int) (persistence.N
 	return job, pricing, lifetime
 }
 
-// afford prices a job whose units are counted against the balance not yet reserved, and adds
-// the tier-upgrade notice it earns; false (the caller answered 402) when it cannot be paid.
+// available is the balance a send is checked against: the committed balance less what sends
+// waiting for their commit have reserved.
+func (t *tenantActor) available() int64 { return t.wallet.BalanceCents - t.pending.reserved }
+
+// afford checks a priced job's cost against the balance not yet reserved, and adds the
+// tier-upgrade notice it earns; false (the caller answered 402) when it cannot be paid.
 func (t *tenantActor) afford(ctx actor.Context, reply *actor.PID, job *persistence.NewJob, pricing Pricing, lifetime int64) bool {
-	job.CostCents = job.Units * pricing.PriceCents
-	if available := t.wallet.BalanceCents - t.pending.reserved; job.CostCents > available {
+	if available := t.available(); job.CostCents > available {
 		ctx.Send(reply, &InsufficientBalanceError{AvailableCents: available, CostCents: job.CostCents})
 		return false
 	}
@@ -153,7 +171,7 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 		ctx.Send(req.reply, d.err)
 		return
 	case errors.Is(d.result.Err, persistence.ErrInsufficientBalance):
-		ctx.Send(req.reply, &InsufficientBalanceError{AvailableCents: t.wallet.BalanceCents - p.reserved, CostCents: req.job.CostCents})
+		ctx.Send(req.reply, &InsufficientBalanceError{AvailableCents: t.available(), CostCents: req.job.CostCents})
 		return
 	case d.result.Err != nil:
 		ctx.Send(req.reply, d.result.Err)

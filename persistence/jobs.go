@@ -25,7 +25,7 @@ type JobRecord struct {
 
 const jobColumns = `j.id, j.account_id, j.campaign_id, j.source, j.message, j.shared_prefix, j.senders, j.prefixed,
 	j.price_cents, j.recipients_count, j.sms_units, j.cost_cents, j.pending_recipients, j.status, j.created_at, j.expanded,
-	coalesce((SELECT c.status = 'cancelled' FROM campaigns c WHERE c.job_id = j.id), false)`
+	j.reference, coalesce((SELECT c.status = 'cancelled' FROM campaigns c WHERE c.job_id = j.id), false)`
 
 func scanJob(row pgx.Row) (JobRecord, error) {
 	var (
@@ -34,7 +34,7 @@ func scanJob(row pgx.Row) (JobRecord, error) {
 		prefixed []bool
 	)
 	err := row.Scan(&j.ID, &j.AccountID, &j.CampaignID, &j.Source, &j.Message, &j.SharedPrefix, &senders, &prefixed,
-		&j.PriceCents, &j.Recipients, &j.Units, &j.CostCents, &j.Pending, &j.Status, &j.CreatedAt, &j.Expanded, &j.Cancelled)
+		&j.PriceCents, &j.Recipients, &j.Units, &j.CostCents, &j.Pending, &j.Status, &j.CreatedAt, &j.Expanded, &j.Reference, &j.Cancelled)
 	if err != nil {
 		return JobRecord{}, err
 	}
@@ -106,6 +106,7 @@ type NewJob struct {
 	Notices       []NewNotification
 	Idempotency   *IdempotencyKey // completed in the same transaction
 	Campaign      *NewCampaign    // the campaign this job sends (Pending is then EncodeAudience)
+	Reference     *string         // the caller's correlation id (ValidReference), shown with every message
 }
 
 // ExpandJob writes message rows of a job accepted with pending recipients: the pending
@@ -180,13 +181,14 @@ type Job struct {
 	RecipientsCount int
 	CostCents       int64
 	Status          JobStatus
+	Reference       *string
 }
 
 // JobByID returns one of the account's jobs.
 func (s *Store) JobByID(ctx context.Context, accountID, id uuid.UUID) (Job, error) {
 	var j Job
-	err := s.pool.QueryRow(ctx, `SELECT id, recipients_count, cost_cents, status FROM jobs WHERE id = $1 AND account_id = $2`,
-		id, accountID).Scan(&j.ID, &j.RecipientsCount, &j.CostCents, &j.Status)
+	err := s.pool.QueryRow(ctx, `SELECT id, recipients_count, cost_cents, status, reference FROM jobs WHERE id = $1 AND account_id = $2`,
+		id, accountID).Scan(&j.ID, &j.RecipientsCount, &j.CostCents, &j.Status, &j.Reference)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Job{}, ErrNotFound
 	}

@@ -86,12 +86,13 @@ type Message struct {
 	SentAt            *time.Time
 	DeliveredAt       *time.Time
 	FailedAt          *time.Time
+	Reference         *string // the caller's correlation id of the message's job
 }
 
 const messageColumns = `m.id, m.job_id, m.account_id, m.campaign_id, m.recipient, m.network, m.sender,
 	coalesce(m.body, CASE WHEN m.prefixed THEN j.shared_prefix ELSE '' END || j.message),
 	m.parts, m.encoding, m.cost_cents, m.status, m.provider_status, m.provider_message_id, j.source,
-	m.created_at, m.sent_at, m.delivered_at, m.failed_at`
+	m.created_at, m.sent_at, m.delivered_at, m.failed_at, j.reference`
 
 func scanMessage(row pgx.Row) (Message, error) {
 	var (
@@ -101,7 +102,7 @@ func scanMessage(row pgx.Row) (Message, error) {
 	)
 	err := row.Scan(&m.ID, &m.JobID, &m.AccountID, &m.CampaignID, &m.Recipient, &network, &m.Sender, &m.Text,
 		&parts, &encoding, &cost, &m.Status, &m.ProviderStatus, &m.ProviderMessageID, &m.Source,
-		&m.CreatedAt, &m.SentAt, &m.DeliveredAt, &m.FailedAt)
+		&m.CreatedAt, &m.SentAt, &m.DeliveredAt, &m.FailedAt, &m.Reference)
 	m.Network, m.Parts, m.Encoding, m.CostCents = carriers.Network(network), int(parts), carriers.Encoding(encoding), int64(cost)
 	return m, err
 }
@@ -111,6 +112,7 @@ type MessageFilter struct {
 	Status     MessageStatus
 	JobID      *uuid.UUID
 	CampaignID *uuid.UUID
+	Reference  *string // the messages of the account's jobs with this reference
 }
 
 // ListMessages returns a page of the account's messages, newest first, and the total.
@@ -132,15 +134,24 @@ func (s *Store) ListMessages(ctx context.Context, accountID uuid.UUID, f Message
 		args = append(args, *f.CampaignID)
 		where = append(where, fmt.Sprintf("m.campaign_id = $%d", len(args)))
 	}
+	from := "messages m"
+	if f.Reference != nil {
+		args = append(args, *f.Reference)
+		// The account's jobs with the reference (jobs_reference_idx), then each job's range of
+		// the primary key. A job without a range has no messages yet, and matches none.
+		from = "messages m JOIN jobs j ON j.id = m.job_id"
+		where = append(where, fmt.Sprintf(`j.account_id = $1 AND j.reference = $%d
+			AND m.id >= j.first_message_id AND m.id <= j.last_message_id`, len(args)))
+	}
 	cond := strings.Join(where, " AND ")
 
 	var total int64
 	var err error
-	if f.JobID == nil && f.CampaignID == nil {
+	if f.JobID == nil && f.CampaignID == nil && f.Reference == nil {
 		// The live counts answer without scanning a large account's messages.
 		total, err = s.countFromCounters(ctx, accountID, f.Status)
 	} else {
-		err = s.pool.QueryRow(ctx, `SELECT count(*) FROM messages m WHERE `+cond, args...).Scan(&total)
+		err = s.pool.QueryRow(ctx, `SELECT count(*) FROM `+from+` WHERE `+cond, args...).Scan(&total)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("count messages: %w", err)
