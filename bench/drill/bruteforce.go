@@ -135,11 +135,11 @@ func (s *secState) codeBrute(ctx context.Context, p *prober, t *tenant) error {
 		if r.status != 200 {
 			return "", r
 		}
-		m, err := s.sink.wait(ctx, t.email, "verification code", 30*time.Second)
+		m, err := s.sink.Wait(ctx, t.email, "verification code", 30*time.Second)
 		if err != nil {
 			return "", reply{err: err}
 		}
-		code := mailCodeRE.FindString(m.subject)
+		code := mailCodeRE.FindString(m.Subject)
 		s.r.secrets.add("verification code", code)
 		return code, r
 	}
