@@ -1,4 +1,4 @@
-// tuma bench campaign: a campaign to an imported group, over HTTP, from this process: how long
+// tuma-lab bench campaign: a campaign to an imported group, over HTTP, from this process: how long
 // its creation takes (every contact priced and the cost debited), how fast its messages go
 // out, the node's memory meanwhile, and the reports' latency.
 
@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// CampaignConfig is one run of `tuma bench campaign`.
+// CampaignConfig is one run of `tuma-lab bench campaign`.
 type CampaignConfig struct {
 	URL, AdminToken string
 	Contacts        int // the group's size
@@ -33,8 +33,8 @@ type CampaignResult struct {
 	GroupsP99MS     float64 `json:"group_performance_p99_ms"`
 }
 
-// CampaignUsage is the help of `tuma bench campaign`.
-const CampaignUsage = `usage: tuma bench campaign [flags]
+// CampaignUsage is the help of `tuma-lab bench campaign`.
+const CampaignUsage = `usage: tuma-lab bench campaign [flags]
 
 Against a running node (its sign-up budget off: TUMA_SIGNUP_LIMIT_PER_IP=0; for the dispatch
 figure, simulated networks without caps): registers and funds an account, imports CONTACTS
@@ -44,7 +44,7 @@ its target.
 
 flags:`
 
-// ParseCampaignArgs reads the flags of `tuma bench campaign`.
+// ParseCampaignArgs reads the flags of `tuma-lab bench campaign`.
 func ParseCampaignArgs(args []string, lookup func(string) (string, bool), stderr io.Writer) (CampaignConfig, error) {
 	c := CampaignConfig{URL: defaultURL, AdminToken: devAdminToken, Contacts: 100_000, Reads: 200}
 	if v, ok := lookup("TUMA_ADMIN_TOKEN"); ok && v != "" {
@@ -149,7 +149,7 @@ func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (Cam
 		*r.dst = ms(quantile(lat, 99))
 	}
 
-	printFigures(stdout, fmt.Sprintf("tuma bench campaign · %s · %d contacts", cfg.URL, cfg.Contacts),
+	printFigures(stdout, fmt.Sprintf("tuma-lab bench campaign · %s · %d contacts", cfg.URL, cfg.Contacts),
 		figure{"campaign created (priced, debited)", fmt.Sprintf("%.2f s", res.CreateSeconds), "≤ 1 s"},
 		figure{"dispatch, 201 to last submit", fmt.Sprintf("%.0f msg/s", res.DispatchPerS), "≥ 20,000 msg/s"},
 		figure{"request to last submit", fmt.Sprintf("%.2f s", res.ToLastSubmit), "—"},

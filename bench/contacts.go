@@ -1,4 +1,4 @@
-// tuma bench contacts: the address book at scale, over HTTP, from this process: a CSV import
+// tuma-lab bench contacts: the address book at scale, over HTTP, from this process: a CSV import
 // streamed from a generator, searches by phone fragment and by name, and an export.
 
 package bench
@@ -21,7 +21,7 @@ import (
 	"time"
 )
 
-// ContactsConfig is one run of `tuma bench contacts`.
+// ContactsConfig is one run of `tuma-lab bench contacts`.
 type ContactsConfig struct {
 	URL, AdminToken string
 	Rows            int // contacts imported
@@ -41,8 +41,8 @@ type ContactsResult struct {
 	ExportRowsPerS float64 `json:"export_rows_per_second"`
 }
 
-// ContactsUsage is the help of `tuma bench contacts`.
-const ContactsUsage = `usage: tuma bench contacts [flags]
+// ContactsUsage is the help of `tuma-lab bench contacts`.
+const ContactsUsage = `usage: tuma-lab bench contacts [flags]
 
 Against a running node (its sign-up budget off: TUMA_SIGNUP_LIMIT_PER_IP=0): registers an
 account, imports ROWS generated contacts as one CSV upload (streamed: the file is never built
@@ -51,7 +51,7 @@ figure next to its target.
 
 flags:`
 
-// ParseContactsArgs reads the flags of `tuma bench contacts`.
+// ParseContactsArgs reads the flags of `tuma-lab bench contacts`.
 func ParseContactsArgs(args []string, lookup func(string) (string, bool), stderr io.Writer) (ContactsConfig, error) {
 	c := ContactsConfig{URL: defaultURL, AdminToken: devAdminToken, Rows: 1_000_000, Searches: 200}
 	if v, ok := lookup("TUMA_ADMIN_TOKEN"); ok && v != "" {
@@ -183,7 +183,7 @@ func RunContacts(ctx context.Context, cfg ContactsConfig, stdout io.Writer) (Con
 	}
 	res.ExportRowsPerS = float64(cfg.Rows) / time.Since(start).Seconds()
 
-	printFigures(stdout, fmt.Sprintf("tuma bench contacts · %s · %d contacts", cfg.URL, cfg.Rows),
+	printFigures(stdout, fmt.Sprintf("tuma-lab bench contacts · %s · %d contacts", cfg.URL, cfg.Rows),
 		figure{"import over HTTP", fmt.Sprintf("%.0f rows/s (%.1f s)", res.ImportRowsPerS, res.ImportSeconds), "≥ 100,000 rows/s"},
 		figure{"server RSS growth during import", fmt.Sprintf("%.0f MB", res.RSSGrowthMB), "< 100 MB"},
 		figure{"search by phone fragment", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", res.PhoneP50MS, res.PhoneP99MS), "p99 ≤ 20 ms"},

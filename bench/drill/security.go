@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"mime/multipart"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,17 +48,14 @@ func securityDrill(ctx context.Context, r *runner, rec *recorder) error {
 	s := &secState{r: r, rec: rec, sink: sink, audit: newAudit(), paySecret: "sk_test_drill_" + randomHex(16)}
 	r.secrets.add("payment secret", s.paySecret)
 	r.secrets.add("jwt secret", r.jwtSecret)
-	if s.n, err = r.node("security", s.env(map[string]string{
+	if s.n, err = s.startNode(ctx, "security", map[string]string{
 		"TUMA_MAX_BODY_BYTES": strconv.Itoa(probeBodyLimit),
 		"TUMA_PPROF":          "true", // so /debug/pprof is probed behind the admin token, not merely off
 		// This node is for probes, not limits (the second node's job): budgets out of the way.
 		"TUMA_LOGIN_ATTEMPTS_PER_MINUTE":  "1000000",
 		"TUMA_EMAILS_PER_HOUR":            "10000",
 		"TUMA_DELIVERY_CHECKS_PER_MINUTE": "0",
-	})); err != nil {
-		return err
-	}
-	if _, err := s.n.start(ctx); err != nil {
+	}); err != nil {
 		return err
 	}
 	if s.doc, err = loadAPIDoc(ctx, s.n.c); err != nil {
@@ -121,6 +120,34 @@ type secTenant struct {
 	sendBody          []byte
 	sendKey           string
 	accessCodesIssued []string // checkouts its probes opened, to render afterwards
+}
+
+// startNode starts one of the security checks' nodes. The probes are hostile by design, so
+// they go only to a node this run started itself, listening on loopback.
+func (s *secState) startNode(ctx context.Context, name string, extra map[string]string) (*node, error) {
+	n, err := s.r.node(name, s.env(extra))
+	if err != nil {
+		return nil, err
+	}
+	if err := onLoopback(n.base); err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	if _, err := n.start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// onLoopback refuses a base URL whose host is not a loopback IP address.
+func onLoopback(base string) error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s is not on loopback: the security checks probe only nodes they start on this machine", base)
+	}
+	return nil
 }
 
 // env is the environment of the drill's nodes: mail goes to the sink (see securityDrill), the
