@@ -16,16 +16,13 @@ export TUMA_AUTH_LIMIT_PER_IP ?= 0
 
 .PHONY: run build test vet fmt-check lint bench drills fuzz migrate stores clean
 
-## run: start PostgreSQL and Redis if needed, build, migrate and serve on simulated carriers
+## run: start PostgreSQL and Redis if needed, build, migrate and serve on simulated carriers;
+## the node prints where it is reached (TUMA_PUBLIC_URL, else TUMA_HTTP_ADDR) once listening
 run: stores build
 	@$(BIN) migrate
 	@echo
-	@echo "  API       $${TUMA_PUBLIC_URL:-http://127.0.0.1:8080}"
-	@echo "  Explorer  $${TUMA_PUBLIC_URL:-http://127.0.0.1:8080}/docs"
-	@echo "  Metrics   $${TUMA_PUBLIC_URL:-http://127.0.0.1:8080}/metrics"
 	@echo "  Admin     Authorization: Bearer $$TUMA_ADMIN_TOKEN"
-	@echo
-	@exec $(BIN) serve
+	@exec $(BIN) serve --banner
 
 ## build: compile the server to bin/tuma and the lab (load tests, drills) to bin/tuma-lab
 build:

@@ -1,6 +1,6 @@
 // Command tuma runs the Tuma bulk SMS platform.
 //
-//	tuma [serve]   run the service (default)
+//	tuma [serve]   run the service (default); serve --banner prints where it is reached
 //	tuma migrate   apply database migrations and exit
 //	tuma config    print the effective configuration, secrets redacted
 //	tuma version   print the version
@@ -11,6 +11,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -57,6 +59,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 	}
+	var banner bool
+	if cmd == "serve" && len(args) > 1 {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		fs.BoolVar(&banner, "banner", false, "print where the node is reached once it listens (make run)")
+		if err := fs.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+		}
+	}
 
 	cfg, err := app.LoadConfig(lookup)
 	if err != nil {
@@ -80,13 +97,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	if err != nil {
 		return err
 	}
+	if banner {
+		public, _ := lookup("TUMA_PUBLIC_URL")
+		if public != "" {
+			public = cfg.PublicURL
+		}
+		if err := printBanner(stdout, public, a.Addr(), a.InternalAddr()); err != nil {
+			return err
+		}
+	}
 	return a.Run(ctx)
 }
 
 const usage = `usage: tuma [command]
 
 commands:
-  serve     run the service (default)
+  serve     run the service (default); serve --banner prints where it is reached once listening
   migrate   apply database migrations and exit
   config    print the effective configuration, secrets redacted
   version   print the version
