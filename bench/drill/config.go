@@ -116,7 +116,9 @@ probe only those, never another host: every operation of the node's /openapi.jso
 credentials, with bad ones, with another tenant's and as a suspended account; oversized,
 malformed, mistyped and hostile input (SQL, markup, NUL, 100 KB strings) in every field;
 brute force on the sign-up, login, code and mail budgets; the API documents' exposure; every
-log searched for every secret used; and govulncheck on the source (` + GovulncheckModule + `).
+log searched for every secret used; and govulncheck on the source:
+go run ` + GovulncheckModule + `.
+
 Prints one table: check, figure, target, PASS/FAIL.
 
 flags:`
