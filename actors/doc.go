@@ -41,4 +41,33 @@
 // queued messages are submitted, sent ones are asked about. A message is submitted at least
 // once and billed once; a duplicate submit is possible only for the in-flight window of a
 // link at the moment of a crash.
+//
+// Files. Each actor has one family of files, which holds its type, its state, the messages it
+// receives and its features; every method of an actor type lives in its family, and every
+// method of Engine in engine*.go:
+//
+//	engine*.go     the facade: Start and Stop (engine.go); its public requests and their types,
+//	               by what they ask (engine_send, engine_account, engine_carrier, engine_workers);
+//	               reaching an actor (engine_request); what the actors share of it
+//	               (engine_budgets); its options, metrics and goroutine pool; owned timers and
+//	               inboxes (engine_owned)
+//	supervisor.go  the tenants' supervisor, and spawning the fixed actors
+//	tenant*.go     life cycle and state (tenant.go), sends, campaigns (pricing, cancelling),
+//	               jobs (slots, waiting queue, resume), wallet (credits, payments, pricing,
+//	               low balance), pricing tiers and notices
+//	job*.go        dispatch windows (job.go), loading messages, a campaign's job, cancelling
+//	link*.go       queue and pump (link.go), marks, submits, the fair queue, pacing
+//	receipts*.go   the shard (receipts.go) and its buffer (receipts_batch.go)
+//	progress.go, sweeper.go, recovery.go, writer.go
+//	worker*.go     the worker actor and Worker, and Outbox (a Worker's round over an outbox)
+//	faults_*.go    deliberate defects for the drills, compiled in only with -tags faults
+//
+// Messages between actors are plain data (they could become protobuf for a cluster), declared
+// beside the actor that receives them; drain and panicNow, which several actors take, are in
+// engine.go. A type no actor owns goes with the one that uses it: the pacer and the yielding
+// to bulk accepts are the link's (link_pace.go), pricing arithmetic the tenant's
+// (tenant_pricing.go). Carrier is what drivers implement for the links and the sweeper, so it
+// is on the engine's public side (engine_carrier.go), as are timers and inboxes, which every
+// actor owns (engine_owned.go). An Engine method that serves actors (the hand-off budget,
+// expansion slots) is in engine_budgets.go rather than with one of them.
 package actors

@@ -2,10 +2,8 @@ package actors
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"maps"
 	"slices"
@@ -65,7 +63,7 @@ type Engine struct {
 	m        *metrics
 
 	sys        *actor.ActorSystem
-	pool       *pool // runs mailboxes and goIO (pool.go)
+	pool       *pool // runs mailboxes and goIO (engine_pool.go)
 	root       *actor.RootContext
 	supervisor *actor.PID
 	// The fixed actors' PIDs, computed from their names once: a respawn after a supervisor
@@ -87,7 +85,7 @@ type Engine struct {
 	// jobs wait.
 	unsettled sync.Map // uuid.UUID (message id) → struct{}
 	marksRead atomic.Bool
-	// bulkAccepts: large sends being accepted, which links give way to (priority.go).
+	// bulkAccepts: large sends being accepted, which links give way to (see yielding).
 	bulkAccepts atomic.Int32
 	// startID is a UUIDv7 of this start: ids (marks, jobs) before it are earlier runs'.
 	startID          uuid.UUID
@@ -132,6 +130,27 @@ var (
 	ErrStopping = errors.New("the engine is shutting down")
 	ErrBusy     = errors.New("the engine did not answer in time")
 )
+
+// Commands several actors take: drain (the writers, links, receipts and progress, which hold
+// work), panicNow (any actor).
+type (
+	drain    struct{} // finish what you hold, take nothing new; answer when done
+	drained  struct{} // the answer to drain
+	panicNow struct{} // test hook: make the actor panic
+)
+
+// RecoveryStatus says how far recovery has come, for readiness.
+type RecoveryStatus struct {
+	Done      bool  `json:"done"`
+	Accounts  int64 `json:"accounts_woken"` // accounts with unfinished jobs whose tenants were woken
+	Unsettled int64 `json:"unsettled"`      // messages a crash left marked, not yet marked again
+}
+
+// recoveryProgress is the status shared with readers (the HTTP readiness check).
+type recoveryProgress struct {
+	done                atomic.Bool
+	accounts, unsettled atomic.Int64
+}
 
 // Start builds the actor tree and starts taking commands at once. Work left unfinished by an
 // earlier run is recovered in the background (see recoveryActor): new sends never wait for it.
@@ -206,25 +225,10 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 	return e, nil
 }
 
-// writerFor is the group-commit writer of an account: its shard, so two writers' batches
-// never lock the same wallet and can commit in parallel.
-func (e *Engine) writerFor(id uuid.UUID) *actor.PID {
-	return e.writers[int(binary.BigEndian.Uint32(id[12:]))%len(e.writers)]
-}
-
-// receiptsFor is the receipts shard of a submitted message: the same for its submission and
-// its receipts, so one shard writes them in order; shards flush in parallel.
-func (e *Engine) receiptsFor(n carriers.Network, providerID string) *actor.PID {
-	h := fnv.New32a()
-	h.Write([]byte{byte(n)})
-	h.Write([]byte(providerID))
-	return e.receipts[h.Sum32()%uint32(len(e.receipts))]
-}
-
-// receiptsForMessage is the shard of a message that has no provider id (it failed before any
-// network took it, or the network's answer was lost).
-func (e *Engine) receiptsForMessage(id uuid.UUID) *actor.PID {
-	return e.receipts[binary.BigEndian.Uint32(id[12:])%uint32(len(e.receipts))]
+// Recovery reports the background recovery's progress.
+func (e *Engine) Recovery() RecoveryStatus {
+	return RecoveryStatus{Done: e.recoveryProgress.done.Load(), Accounts: e.recoveryProgress.accounts.Load(),
+		Unsettled: e.recoveryProgress.unsettled.Load()}
 }
 
 // props are the properties of every engine actor: restarted on panic.
@@ -261,58 +265,6 @@ func actorKind(pid *actor.PID) string {
 
 // actorKinds are the kinds actorKind names, for metrics that should show zeros from the start.
 var actorKinds = []string{"supervisor", "tenant", "job", "link", "writer", "receipts", "progress", "sweeper", "recovery", "worker", "other"}
-
-// tenant returns the tenant actor of an account, spawning it if needed.
-func (e *Engine) tenant(ctx context.Context, id uuid.UUID) (*actor.PID, error) {
-	if pid, ok := e.tenants.Load(id); ok {
-		return pid.(*actor.PID), nil
-	}
-	res, err := e.request(ctx, e.supervisor, &getTenant{id: id})
-	if err != nil {
-		return nil, err
-	}
-	return res.(*actor.PID), nil
-}
-
-// request sends a command and waits for the answer, up to the command timeout or ctx.
-func (e *Engine) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
-	timeout := e.opts.CommandTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(dl))
-	}
-	if timeout <= 0 {
-		return nil, ErrBusy
-	}
-	res, err := e.root.RequestFuture(pid, msg, timeout).Result()
-	switch {
-	case errors.Is(err, actor.ErrTimeout):
-		return nil, ErrBusy
-	case err != nil:
-		return nil, err
-	}
-	if rerr, ok := res.(error); ok {
-		return nil, rerr
-	}
-	return res, nil
-}
-
-// tenantRequest sends a command to an account's tenant actor. A tenant that stopped (idle)
-// between lookup and delivery answers with a dead letter; the lookup is then retried.
-func (e *Engine) tenantRequest(ctx context.Context, id uuid.UUID, msg any) (any, error) {
-	for attempt := 0; ; attempt++ {
-		pid, err := e.tenant(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		res, err := e.request(ctx, pid, msg)
-		if errors.Is(err, actor.ErrDeadLetter) && attempt < 20 {
-			e.tenants.CompareAndDelete(id, pid)
-			time.Sleep(time.Duration(attempt+1) * time.Millisecond)
-			continue
-		}
-		return res, err
-	}
-}
 
 // goIO runs f on a goroutine owned by the engine, with a context that Kill cancels.
 func (e *Engine) goIO(timeout time.Duration, f func(ctx context.Context)) {

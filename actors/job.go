@@ -1,9 +1,7 @@
 package actors
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -57,12 +55,32 @@ type jobState struct {
 	blocked [carriers.NetworkSlots]bool
 }
 
-// jobPage is how many open messages a job reads from the database at a time.
-const jobPage = 2000
+// dispatchMsg is a message in flight through the engine, kept compact: the text is shared by
+// every message of a job on the same network.
+type dispatchMsg struct {
+	id      uuid.UUID
+	nsn     uint32
+	network carriers.Network
+	body    *string // personalised text, else the job's variant
+	// unsettled: marked for submission before a crash and still queued, so the network may
+	// have it already; the link asks before submitting it again.
+	unsettled bool
+}
 
-// errMarksUnread: a resumed job waits until recovery has read the submit marks, so it knows
-// which of its queued messages may have reached a network already.
-var errMarksUnread = errors.New("submit marks not read yet")
+// variant is the text, sender and segmentation of a job on one network.
+type variant struct {
+	text     string
+	sender   string
+	prefixed bool
+	parts    int
+	encoding carriers.Encoding
+}
+
+// To a job.
+type (
+	// outcomesDurable: submit outcomes of this many messages per network are recorded.
+	outcomesDurable struct{ n [carriers.NetworkSlots]int }
+)
 
 func (j *jobActor) Receive(ctx actor.Context) {
 	st := j.st
@@ -235,7 +253,7 @@ func (j *jobActor) pump(ctx actor.Context) {
 	// once its slots are full. Memory stays bounded as before: those messages were in memory
 	// since the accept. Jobs read from the store keep their slot, which bounds how much of a
 	// backlog is read into memory.
-	if st.inline && !st.handedOff && !j.e.opts.Faults.HoldSlots && !st.more && !st.loading && inHand(st) == 0 {
+	if st.inline && !st.handedOff && !j.e.opts.Faults.holdSlots() && !st.more && !st.loading && inHand(st) == 0 {
 		// Only within the engine's budget: past it, a network that is down holds the slots again
 		// rather than letting every accepted message pile up in memory at its link.
 		held := 0
@@ -270,22 +288,6 @@ func (j *jobActor) giveBack(n int) {
 	}
 }
 
-// takeHandOff takes n messages' worth of the hand-off budget, if it is there.
-func (e *Engine) takeHandOff(n int) bool {
-	if e.opts.HandOffBudget < 0 {
-		return false
-	}
-	for {
-		cur := e.handedOff.Load()
-		if cur+int64(n) > e.opts.HandOffBudget {
-			return false
-		}
-		if e.handedOff.CompareAndSwap(cur, cur+int64(n)) {
-			return true
-		}
-	}
-}
-
 // inHand counts the messages the job holds that no link has yet.
 func inHand(st *jobState) int {
 	n := 0
@@ -293,141 +295,4 @@ func inHand(st *jobState) int {
 		n += len(q)
 	}
 	return n
-}
-
-// load brings the job's messages into memory: expanding a job accepted in compact form, or
-// reading what is still open of a job accepted earlier (a resumed job).
-func (j *jobActor) load(ctx actor.Context) {
-	st := j.st
-	self, root, after := ctx.Self(), j.e.root, st.cursor
-	var known *persistence.NewJob
-	if st.known {
-		job := st.job
-		known = &job
-	}
-	id, resumed, vars, expanded, members := st.start.id, st.start.resumed, st.variants, st.expanded, st.audience
-	st.loading = true
-	j.e.goIO(5*time.Minute, func(c context.Context) {
-		r := j.loadMessages(c, id, resumed, known, vars, after, expanded, members)
-		r.from = st
-		root.Send(self, r)
-	})
-}
-
-// loadMessages expands a job accepted in compact form (a send's all at once: at most 10,000
-// recipients; a campaign's a chunk at a time), or reads the next page of a stored job's open
-// messages. A resumed job is read from the store first.
-func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool, job *persistence.NewJob, vars [carriers.NetworkSlots]variant,
-	after uuid.UUID, expanded int, members []persistence.Member) *jobReady {
-	if resumed && !j.e.marksRead.Load() {
-		return &jobReady{err: errMarksUnread}
-	}
-	r := &jobReady{}
-	if job == nil {
-		rec, err := j.e.store.JobRecord(ctx, id)
-		if err != nil {
-			return &jobReady{err: err}
-		}
-		r.record, job, vars, expanded, members = &rec, &rec.NewJob, variantsOf(rec.NewJob), rec.Expanded, nil
-	}
-	if job.CampaignID != nil && job.Pending != nil {
-		return j.loadCampaign(ctx, r, *job, vars, after, expanded, members, resumed)
-	}
-	if job.Pending != nil && after == uuid.Nil {
-		// Take an expansion slot before building anything: jobs queued for a slot must not
-		// each hold their 10,000 message rows in memory while they wait.
-		if err := j.e.takeExpansion(ctx); err != nil {
-			return &jobReady{err: err}
-		}
-		msgs, expanded, err := j.expand(ctx, *job, vars)
-		<-j.e.expansions
-		if err != nil {
-			return &jobReady{err: err}
-		}
-		if expanded {
-			r.msgs = msgs
-			return r
-		}
-		// An earlier run expanded it and crashed: what it wrote is the truth.
-	}
-	n, err := j.readOpen(ctx, r, id, after, resumed)
-	if err != nil {
-		return &jobReady{err: err}
-	}
-	r.more = n == jobPage
-	if job.CampaignID != nil {
-		return j.campaignPage(ctx, r, *job)
-	}
-	return r
-}
-
-// readOpen reads a page of a stored job's open messages past the cursor into r: queued ones
-// to dispatch, sent ones to ask about. It returns how many rows it read.
-func (j *jobActor) readOpen(ctx context.Context, r *jobReady, id, after uuid.UUID, resumed bool) (int, error) {
-	start := time.Now()
-	open, err := j.e.store.OpenMessages(ctx, id, after, jobPage)
-	if err != nil {
-		return 0, err
-	}
-	j.e.m.batchLatency.WithLabelValues("page").Observe(time.Since(start).Seconds())
-	j.e.m.batchSize.WithLabelValues("page").Observe(float64(len(open)))
-	for _, m := range open {
-		r.last = m.ID
-		if m.Status == "sent" {
-			if m.ProviderID != "" { // without one, only the sweep can settle it
-				r.pending = append(r.pending, pendingReceipt{providerID: m.ProviderID, network: m.Network})
-			}
-			continue
-		}
-		nsn, err := persistence.ParseE164(m.Recipient)
-		if err != nil {
-			return 0, err
-		}
-		_, unsettled := j.e.unsettled.Load(m.ID)
-		r.msgs = append(r.msgs, dispatchMsg{id: m.ID, nsn: nsn, network: m.Network, body: m.Body, unsettled: unsettled})
-	}
-	if resumed {
-		j.e.m.resumed.Add(float64(len(open)))
-	}
-	return len(open), nil
-}
-
-// expand writes the message rows of a send's job accepted in compact form and returns them
-// ready to dispatch; expanded is false when an earlier run already did (and crashed after).
-func (j *jobActor) expand(ctx context.Context, job persistence.NewJob, vars [carriers.NetworkSlots]variant) (msgs []dispatchMsg, expanded bool, err error) {
-	rs, err := persistence.DecodeRecipients(job.Pending)
-	if err != nil {
-		return nil, false, fmt.Errorf("job %s: %w", job.ID, err)
-	}
-	rows := make([]persistence.NewMessage, len(rs))
-	msgs = make([]dispatchMsg, len(rs))
-	for i, r := range rs {
-		rows[i] = newMessage(job, vars[r.Network], r)
-		msgs[i] = dispatchMsg{id: rows[i].ID, nsn: r.NSN, network: r.Network}
-	}
-	expanded, err = j.e.writeRows(ctx, job, 0, rows, true)
-	if err != nil || !expanded {
-		return nil, false, err
-	}
-	return msgs, true, nil
-}
-
-// takeExpansion waits for one of the engine's expansion slots (give it back by receiving
-// from e.expansions).
-func (e *Engine) takeExpansion(ctx context.Context) error {
-	select {
-	case e.expansions <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// writeRows writes message rows of a job accepted in compact form (Store.ExpandJob), timed.
-func (e *Engine) writeRows(ctx context.Context, job persistence.NewJob, from int, rows []persistence.NewMessage, final bool) (bool, error) {
-	start := time.Now()
-	ok, err := e.store.ExpandJob(ctx, job, from, rows, final)
-	e.m.batchLatency.WithLabelValues("expand").Observe(time.Since(start).Seconds())
-	e.m.batchSize.WithLabelValues("expand").Observe(float64(len(rows)))
-	return ok, err
 }

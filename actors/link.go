@@ -12,7 +12,6 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/tuma-sms/tuma/carriers"
-	"github.com/tuma-sms/tuma/persistence"
 )
 
 // linkActor owns one network's connection: it submits only when its pacing (the network's
@@ -74,12 +73,6 @@ type linkState struct {
 	workers sync.Once
 }
 
-// submitJob is one submit handed to a worker.
-type submitJob struct {
-	req *submitReq
-	out Outgoing
-}
-
 const (
 	// markAhead: how many windows' worth of submits may be taken and marked ahead of the
 	// window. A mark's write takes a few ms under load: one window ahead keeps the window full
@@ -94,6 +87,32 @@ const (
 var (
 	errAbandoned    = errors.New("submit abandoned")
 	errLookupFailed = errors.New("asking the network about a message failed")
+)
+
+// To a link.
+type (
+	submitReq struct {
+		account   uuid.UUID
+		msg       dispatchMsg
+		variant   *variant
+		job       *actor.PID
+		attempts  int
+		mark      uuid.UUID // the mark that covers the current submit
+		breakerOK func(error)
+	}
+	wake     struct{}
+	queryCmd struct{ providerID string }
+	// queryMany asks about many messages; final answers go to receipts. Messages still en
+	// route are asked again, with growing pauses, for up to retryFor.
+	queryMany struct {
+		ids      []string
+		retryFor time.Duration
+	}
+	// withdrawJob asks a link to give back a cancelled job's submits it has not taken yet.
+	withdrawJob struct {
+		account uuid.UUID
+		job     *actor.PID
+	}
 )
 
 func newLinkState(e *Engine, n carriers.Network) *linkState {
@@ -201,8 +220,6 @@ func (l *linkActor) Receive(ctx actor.Context) {
 	nm.windowInUse.Set(float64(st.inflight))
 }
 
-type unmarkTick struct{}
-
 // takeInbox handles what the link's I/O reported.
 func (l *linkActor) takeInbox(ctx actor.Context) {
 	for _, m := range l.st.inbox.take() {
@@ -240,6 +257,24 @@ func (l *linkActor) enqueue(ctx actor.Context, r *submitReq) {
 	}
 	st.known[r.msg.id] = struct{}{}
 	st.queue.push(r)
+}
+
+// withdraw gives a cancelled job back its submits this link has not taken (never marked, so
+// certainly not sent), except those that may have reached the network before a crash: they
+// stay, to be asked about. The job counts them as settled; they stay queued in the store for
+// its cancellation to fail and refund.
+func (l *linkActor) withdraw(ctx actor.Context, w *withdrawJob) {
+	st := l.st
+	out := st.queue.withdraw(w.account, func(r *submitReq) bool { return r.job.Equal(w.job) && !r.msg.unsettled })
+	if len(out) == 0 {
+		return
+	}
+	for _, r := range out {
+		delete(st.known, r.msg.id)
+	}
+	var n [carriers.NetworkSlots]int
+	n[st.network] = len(out)
+	ctx.Send(w.job, &outcomesDurable{n: n})
 }
 
 // pump takes submits while every limit allows, marks them, and arms one wake-up for when a
@@ -288,154 +323,6 @@ func (l *linkActor) pump(ctx actor.Context) {
 		st.toMark = append(st.toMark, req)
 	}
 	l.mark(ctx)
-}
-
-// mark writes one mark for every submit taken since the last one, one write at a time: under
-// load a mark covers many submits (group commit), idle it covers one without waiting.
-func (l *linkActor) mark(ctx actor.Context) {
-	st := l.st
-	if st.marking || len(st.toMark) == 0 {
-		return
-	}
-	batch := st.toMark
-	st.toMark = nil
-	st.marking, st.markingN = true, len(batch)
-	id := persistence.NewID()
-	keys := make([]persistence.MessageKey, len(batch))
-	for i, r := range batch {
-		keys[i] = persistence.MessageKey{AccountID: r.account, ID: r.msg.id}
-	}
-	self, root, m, net := ctx.Self(), l.e.root, l.e.m, st.network
-	l.e.goIO(time.Minute, func(c context.Context) {
-		start := time.Now()
-		err := l.e.store.Mark(c, id, net, keys)
-		m.batchLatency.WithLabelValues("mark").Observe(time.Since(start).Seconds())
-		m.batchSize.WithLabelValues("mark").Observe(float64(len(keys)))
-		st.inbox.put(root, self, &markDone{id: id, batch: batch, err: err})
-	})
-}
-
-// marked readies a batch whose mark is durable for submitting. If the mark could not be
-// written, nothing of the batch goes out: it waits first in line and the mark is tried again.
-func (l *linkActor) marked(ctx actor.Context, d *markDone) {
-	st, e := l.st, l.e
-	st.marking, st.markingN = false, 0
-	if d.err != nil {
-		e.m.batchErrors.WithLabelValues("mark").Inc()
-		st.markRetry = min(max(2*st.markRetry, 50*time.Millisecond), 5*time.Second)
-		e.log.Error("mark submits; will retry", slog.String("network", st.label), slog.Any("error", d.err),
-			slog.Duration("retry_in", st.markRetry))
-		st.retry = append(d.batch, st.retry...)
-		st.pacer.pausedUntil = time.Now().Add(st.markRetry)
-		return
-	}
-	st.markRetry = 0
-	st.marks[d.id] = len(d.batch)
-	again := 0
-	for _, req := range d.batch {
-		req.mark = d.id
-		if req.msg.unsettled {
-			if _, ok := e.unsettled.LoadAndDelete(req.msg.id); ok {
-				again++
-			}
-		}
-	}
-	st.ready = append(st.ready, d.batch...)
-	if again > 0 {
-		ctx.Send(e.recovery, &remarked{n: again})
-	}
-	l.flushUnmarks(ctx, false)
-}
-
-// submitReady hands marked submits to the workers while the window and the breaker allow.
-func (l *linkActor) submitReady(ctx actor.Context) {
-	st, e := l.st, l.e
-	refused := false
-	for len(st.ready) > 0 && st.inflight < st.opts.Window {
-		req := st.ready[0]
-		st.ready[0] = nil
-		st.ready = st.ready[1:]
-		done, err := st.breaker.Allow()
-		if err != nil { // half-open with its probes out: wait in line, marked again next time
-			refused = true
-			l.again(req)
-			continue
-		}
-		req.breakerOK = done
-		e.m.net[st.network].attempts.Inc()
-		st.inflight++
-		st.work <- submitJob{req: req, out: l.outgoing(req)}
-	}
-	if len(st.ready) == 0 {
-		st.ready = nil // let the drained backing array go
-	}
-	if refused {
-		l.flushUnmarks(ctx, false)
-		l.wakeAt(ctx, time.Now().Add(breakerProbeEvery))
-	}
-}
-
-// outgoing is a submit as the carrier sees it.
-func (l *linkActor) outgoing(req *submitReq) Outgoing {
-	out := Outgoing{
-		AccountID: req.account, MessageID: req.msg.id, Sender: req.variant.sender, Destination: persistence.Recipient{NSN: req.msg.nsn}.E164(),
-		Text: req.variant.text, Parts: req.variant.parts, Encoding: req.variant.encoding,
-	}
-	if req.msg.body != nil {
-		seg := carriers.Segment(*req.msg.body)
-		out.Text, out.Parts, out.Encoding = *req.msg.body, seg.Parts, seg.Encoding
-	}
-	return out
-}
-
-// settle notes that n submits under a mark need it no more; a mark with nothing left under it
-// is deleted (in batches).
-func (l *linkActor) settle(id uuid.UUID, n int) {
-	st := l.st
-	left, ok := st.marks[id]
-	if !ok {
-		return
-	}
-	if left -= n; left > 0 {
-		st.marks[id] = left
-		return
-	}
-	delete(st.marks, id)
-	st.unmark = append(st.unmark, id)
-}
-
-// flushUnmarks deletes settled marks in batches, one delete at a time: at once when many
-// are waiting, else when the unmark timer fires (due).
-func (l *linkActor) flushUnmarks(ctx actor.Context, due bool) {
-	st := l.st
-	if st.unmarking || len(st.unmark) == 0 {
-		return
-	}
-	if !due && len(st.unmark) < 256 {
-		if !st.unmarkArmed {
-			st.unmarkArmed = true
-			l.timers.after(l.e.root, ctx.Self(), unmarkEvery, &unmarkTick{})
-		}
-		return
-	}
-	ids := st.unmark
-	st.unmark = nil
-	st.unmarking = true
-	self, root := ctx.Self(), l.e.root
-	l.e.goIO(time.Minute, func(c context.Context) {
-		st.inbox.put(root, self, &unmarkDone{ids: ids, err: l.e.store.Unmark(c, ids)})
-	})
-}
-
-func (l *linkActor) unmarked(ctx actor.Context, d *unmarkDone) {
-	st := l.st
-	st.unmarking = false
-	if d.err != nil {
-		// Left in place, a mark only makes recovery ask about messages already settled.
-		l.e.log.Warn("delete settled submit marks; will retry", slog.String("network", st.label), slog.Any("error", d.err))
-		st.unmark = append(st.unmark, d.ids...)
-	}
-	l.flushUnmarks(ctx, false)
 }
 
 func (l *linkActor) wakeAt(ctx actor.Context, at time.Time) {

@@ -50,6 +50,33 @@ func newReceiptsState() *receiptsState {
 	return &receiptsState{buf: &receiptBatch{}, late: map[lateKey]time.Time{}, sent: map[lateKey]msgKey{}}
 }
 
+// To receipts.
+type (
+	submittedEv struct {
+		s    persistence.Submitted
+		job  *actor.PID
+		mark uuid.UUID
+	}
+	failedEv struct {
+		f       persistence.Failure
+		network carriers.Network
+		job     *actor.PID // nil when no job is waiting (the sweep's deadline)
+		mark    uuid.UUID
+	}
+	receiptEv struct{ r persistence.Receipt }
+	syncCmd   struct{ receipt persistence.Receipt }
+	// outcomesWanted: a link has run dry while jobs wait for outcomes to send more; the
+	// receipts shards write submit outcomes without waiting for a flush to fill.
+	outcomesWanted struct{}
+	flushDone      struct {
+		res   persistence.FlushResult
+		err   error
+		batch *receiptBatch
+		took  time.Duration
+	}
+	flushTimer struct{}
+)
+
 type lateKey struct {
 	providerID string
 	network    carriers.Network
@@ -88,69 +115,6 @@ func (st *receiptsState) keyed(r persistence.Receipt) persistence.Receipt {
 // lateReceiptGrace is how long a receipt that matches no sent message is retried: it may
 // have overtaken its own submission's write.
 const lateReceiptGrace = 30 * time.Second
-
-// receiptBatch holds events in arrival order, by kind, with whom to tell once durable.
-type receiptBatch struct {
-	persistence.ReceiptBatch
-	subJobs   []*actor.PID
-	subMarks  []uuid.UUID
-	failJobs  []*actor.PID
-	failMarks []uuid.UUID
-	failNets  []carriers.Network
-	syncs     []*actor.PID
-}
-
-func (b *receiptBatch) size() int { return len(b.Submitted) + len(b.Failed) + len(b.Receipts) }
-
-// outcomes counts the submit outcomes (what jobs wait for before sending more).
-func (b *receiptBatch) outcomes() int { return len(b.Submitted) + len(b.Failed) }
-
-// take removes up to max events for one flush. Flushes stay short (they hold row locks on
-// counters and push WAL ahead of accepts' commits), and receipts are only taken once every
-// buffered submission is, so a receipt never goes ahead of its own submission. Sync waiters
-// go with the batch that carries every buffered receipt.
-func (b *receiptBatch) take(max int) *receiptBatch {
-	if b.size() <= max {
-		out := *b
-		*b = receiptBatch{}
-		return &out
-	}
-	out := &receiptBatch{}
-	n := min(len(b.Submitted), max)
-	out.Submitted, b.Submitted = b.Submitted[:n:n], b.Submitted[n:]
-	out.subJobs, b.subJobs = b.subJobs[:n:n], b.subJobs[n:]
-	out.subMarks, b.subMarks = b.subMarks[:n:n], b.subMarks[n:]
-	room := max - n
-	f := min(len(b.Failed), room)
-	out.Failed, b.Failed = b.Failed[:f:f], b.Failed[f:]
-	out.failJobs, b.failJobs = b.failJobs[:f:f], b.failJobs[f:]
-	out.failMarks, b.failMarks = b.failMarks[:f:f], b.failMarks[f:]
-	out.failNets, b.failNets = b.failNets[:f:f], b.failNets[f:]
-	room -= f
-	if len(b.Submitted) == 0 && len(b.Failed) == 0 {
-		k := min(len(b.Receipts), room)
-		out.Receipts, b.Receipts = b.Receipts[:k:k], b.Receipts[k:]
-		if len(b.Receipts) == 0 {
-			out.syncs, b.syncs = b.syncs, nil
-		}
-	}
-	return out
-}
-
-// prepend puts an unwritten batch back in front of what arrived since.
-func (b *receiptBatch) prepend(old *receiptBatch) {
-	b.Submitted = append(old.Submitted, b.Submitted...)
-	b.subJobs = append(old.subJobs, b.subJobs...)
-	b.subMarks = append(old.subMarks, b.subMarks...)
-	b.Failed = append(old.Failed, b.Failed...)
-	b.failJobs = append(old.failJobs, b.failJobs...)
-	b.failMarks = append(old.failMarks, b.failMarks...)
-	b.failNets = append(old.failNets, b.failNets...)
-	b.Receipts = append(old.Receipts, b.Receipts...)
-	b.syncs = append(old.syncs, b.syncs...)
-}
-
-type flushTimer struct{}
 
 func (r *receiptsActor) Receive(ctx actor.Context) {
 	st := r.st

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -37,25 +36,6 @@ type recoveryState struct {
 	retry     time.Duration
 	began     time.Time
 	inbox     inbox
-}
-
-// RecoveryStatus says how far recovery has come, for readiness.
-type RecoveryStatus struct {
-	Done      bool  `json:"done"`
-	Accounts  int64 `json:"accounts_woken"` // accounts with unfinished jobs whose tenants were woken
-	Unsettled int64 `json:"unsettled"`      // messages a crash left marked, not yet marked again
-}
-
-// recoveryProgress is the status shared with readers (the HTTP readiness check).
-type recoveryProgress struct {
-	done                atomic.Bool
-	accounts, unsettled atomic.Int64
-}
-
-// Recovery reports the background recovery's progress.
-func (e *Engine) Recovery() RecoveryStatus {
-	return RecoveryStatus{Done: e.recoveryProgress.done.Load(), Accounts: e.recoveryProgress.accounts.Load(),
-		Unsettled: e.recoveryProgress.unsettled.Load()}
 }
 
 type (

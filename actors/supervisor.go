@@ -23,6 +23,19 @@ type supervisorActor struct {
 	byPID   map[string]uuid.UUID
 }
 
+// To the supervisor.
+type (
+	getTenant   struct{ id uuid.UUID } // → *actor.PID of the tenant, spawned if needed
+	passivating struct{ id uuid.UUID } // a tenant with nothing to do asks to be stopped
+	// toTenant is delivered to an account's tenant, spawned if needed. The supervisor owns
+	// tenant PIDs, and holds its mail while it restarts, so nothing sent this way falls into
+	// the gap between a tenant's death and its successor.
+	toTenant struct {
+		account uuid.UUID
+		msg     any
+	}
+)
+
 func (s *supervisorActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:

@@ -70,6 +70,19 @@ type reloader struct {
 	reply *actor.PID
 }
 
+type (
+	// reloadTenant reloads the account; sent as a request, it is answered once the new state is in.
+	reloadTenant struct{}
+	// Results of a tenant's own I/O carry the incarnation that started it (epoch): after a
+	// restart, the successor has the same PID and must not take its predecessor's results.
+	tenantLoaded struct {
+		state persistence.TenantState
+		err   error
+		gen   int
+		epoch int64
+	}
+)
+
 // loadRetry is how soon a tenant tries again to load its state after a failure.
 const loadRetry = time.Second
 
@@ -109,32 +122,11 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 	case *acceptDone:
 		t.accepted(ctx, msg)
 	case *creditDone:
-		if msg.err != nil {
-			ctx.Send(msg.reply, msg.err)
-			return
-		}
-		t.adopt(msg.wallet)
-		t.rearmLowBalance(ctx)
-		t.e.m.credited.Add(float64(msg.cents))
-		w := msg.wallet
-		ctx.Send(msg.reply, &w)
+		t.credited(ctx, msg)
 	case *paymentDone:
-		if msg.err != nil {
-			ctx.Send(msg.reply, msg.err)
-			return
-		}
-		if msg.res.Wallet != nil {
-			t.adopt(*msg.res.Wallet)
-			t.rearmLowBalance(ctx)
-			t.e.m.credited.Add(float64(msg.res.Payment.AmountCents))
-		}
-		res := msg.res
-		ctx.Send(msg.reply, &res)
+		t.paymentConfirmed(ctx, msg)
 	case *pricingDone:
-		if msg.err == nil {
-			t.tier, t.intern = msg.cmd.tier, msg.cmd.internal
-		}
-		ctx.Send(msg.reply, errOrOK(msg.err))
+		t.pricingSet(ctx, msg)
 	case *walletChanged:
 		t.adopt(msg.wallet)
 		t.rearmLowBalance(ctx)
@@ -156,12 +148,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 	case *jobHandedOff:
 		t.jobHandedOff(ctx, msg.id)
 	case *lowBalanceWritten:
-		if msg.epoch != t.epoch {
-			return
-		}
-		t.lowWrites[0] = nil
-		t.lowWrites = t.lowWrites[1:]
-		t.nextLowBalanceWrite(ctx)
+		t.lowBalanceWritten(ctx, msg)
 	case *actor.ReceiveTimeout:
 		if t.idle() {
 			ctx.Send(ctx.Parent(), &passivating{id: t.id})
@@ -234,13 +221,6 @@ func (t *tenantActor) loadedState(ctx actor.Context, msg *tenantLoaded) {
 	}
 }
 
-// adopt takes a committed wallet snapshot if it is newer than the one held.
-func (t *tenantActor) adopt(w persistence.WalletSnapshot) {
-	if w.Version > t.wallet.Version || t.wallet.AccountID == uuid.Nil {
-		t.wallet = w
-	}
-}
-
 func (t *tenantActor) command(ctx actor.Context, msg any, reply *actor.PID) {
 	switch m := msg.(type) {
 	case *sendCmd:
@@ -250,23 +230,11 @@ func (t *tenantActor) command(ctx actor.Context, msg any, reply *actor.PID) {
 	case *cancelCmd:
 		t.cancel(ctx, m, reply)
 	case *creditCmd:
-		self, root := ctx.Self(), t.e.root
-		t.e.goIO(10*time.Second, func(c context.Context) {
-			w, err := t.e.store.Credit(c, m.c)
-			root.Send(self, &creditDone{wallet: w, err: err, reply: reply, cents: m.c.Cents})
-		})
+		t.credit(ctx, m, reply)
 	case *paymentCmd:
-		self, root := ctx.Self(), t.e.root
-		t.e.goIO(10*time.Second, func(c context.Context) {
-			res, err := t.e.store.ConfirmPayment(c, m.c)
-			root.Send(self, &paymentDone{res: res, err: err, reply: reply})
-		})
+		t.confirmPayment(ctx, m, reply)
 	case *pricingCmd:
-		self, root := ctx.Self(), t.e.root
-		t.e.goIO(10*time.Second, func(c context.Context) {
-			err := t.e.store.SetPricing(c, t.id, m.tier, m.internal)
-			root.Send(self, &pricingDone{cmd: m, err: err, reply: reply})
-		})
+		t.setPricing(ctx, m, reply)
 	}
 }
 

@@ -29,6 +29,19 @@ type Worker struct {
 	AtStart bool
 }
 
+func (w *Worker) setDefaults() error {
+	if w.Name == "" || w.Round == nil {
+		return fmt.Errorf("a worker needs a name and a round")
+	}
+	if w.Every <= 0 {
+		w.Every = time.Minute
+	}
+	if w.Timeout <= 0 {
+		w.Timeout = 5 * time.Minute
+	}
+	return nil
+}
+
 // workerActor runs one Worker's rounds, one at a time, on goroutines the engine owns.
 type workerActor struct {
 	e      *Engine
@@ -147,75 +160,4 @@ func (a *workerActor) takeInbox(ctx actor.Context) {
 		}
 		a.timers.after(a.e.root, ctx.Self(), a.w.Every, &workerTick{})
 	}
-}
-
-// goWorker runs a worker's round on a goroutine the engine owns, with a context that
-// stopping the workers cancels; false when they are stopped already.
-func (e *Engine) goWorker(timeout time.Duration, f func(ctx context.Context)) bool {
-	e.workMu.Lock()
-	defer e.workMu.Unlock()
-	if e.workLife.Err() != nil {
-		return false
-	}
-	e.work.Add(1)
-	go func() {
-		defer e.work.Done()
-		ctx, cancel := context.WithTimeout(e.workLife, timeout)
-		defer cancel()
-		f(ctx)
-	}()
-	return true
-}
-
-// AddWorker starts running w under the engine's supervision until the engine stops. Its first
-// round is due after w.Every (or when woken).
-func (e *Engine) AddWorker(w Worker) error {
-	if err := w.setDefaults(); err != nil {
-		return err
-	}
-	e.workMu.Lock()
-	defer e.workMu.Unlock()
-	if e.workLife.Err() != nil {
-		return ErrStopping
-	}
-	if _, dup := e.workerPIDs[w.Name]; dup {
-		return fmt.Errorf("a worker called %s runs already", w.Name)
-	}
-	pid := actor.NewPID(e.sys.Address(), "engine/worker-"+w.Name)
-	e.workerPIDs[w.Name] = pid
-	st := &workerState{}
-	spawnFixed(e, pid, func() actor.Actor { return &workerActor{e: e, w: w, st: st} })
-	return nil
-}
-
-// Wake makes the named worker run a round now (or right after the one under way).
-func (e *Engine) Wake(name string) {
-	e.workMu.Lock()
-	pid, ok := e.workerPIDs[name]
-	e.workMu.Unlock()
-	if ok {
-		e.root.Send(pid, &workerWake{})
-	}
-}
-
-// stopWorkers cancels the rounds under way and waits for them: workers stop first, so what
-// they hand the engine (a payment's credit) is still taken while they finish.
-func (e *Engine) stopWorkers() {
-	e.workMu.Lock()
-	e.workStop()
-	e.workMu.Unlock()
-	e.work.Wait()
-}
-
-func (w *Worker) setDefaults() error {
-	if w.Name == "" || w.Round == nil {
-		return fmt.Errorf("a worker needs a name and a round")
-	}
-	if w.Every <= 0 {
-		w.Every = time.Minute
-	}
-	if w.Timeout <= 0 {
-		w.Timeout = 5 * time.Minute
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 )
 
@@ -28,6 +29,24 @@ type writerState struct {
 	waiters  []*actor.PID // drain callers
 	inbox    inbox        // commit results, kept across a respawn
 }
+
+// Between a tenant and its writer.
+type (
+	acceptReq struct {
+		job     persistence.NewJob
+		reply   *actor.PID // the caller waiting for the 202
+		tenant  *actor.PID
+		epoch   int64 // the tenant incarnation that sent it
+		start   time.Time
+		inline  []dispatchMsg // the inline messages, ready to dispatch
+		variant [carriers.NetworkSlots]variant
+	}
+	acceptBatchDone struct {
+		reqs    []*acceptReq
+		results []persistence.AcceptResult
+		err     error
+	}
+)
 
 func (w *writerActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {

@@ -49,9 +49,16 @@ type Campaign struct {
 	StartedAt, CompletedAt   *time.Time
 }
 
+// campaignColumns read a campaign with its job's counters as of now: the folded counters plus
+// what the progress log holds for them (campaignsFrom), so a refund shows in the campaign
+// the moment the wallet and the spend trend show it, not a fold later.
 const campaignColumns = `c.id, c.account_id, c.job_id, c.name, c.message, c.group_id, c.group_name, c.sender_id,
-	c.status, c.scheduled_at, c.total_recipients, j.delivered_count, j.failed_count, c.cost_cents, j.refunded_cents,
+	c.status, c.scheduled_at, c.total_recipients, j.delivered_count + coalesce(u.delivered, 0),
+	j.failed_count + coalesce(u.failed, 0), c.cost_cents, j.refunded_cents + coalesce(u.refunded, 0),
 	c.created_at, c.started_at, c.completed_at`
+
+// campaignsFrom joins an account's ($1) campaigns to their jobs and the jobs' unfolded counts.
+const campaignsFrom = `FROM campaigns c JOIN jobs j ON j.id = c.job_id LEFT JOIN unfolded u ON u.job_id = c.job_id`
 
 func scanCampaign(row pgx.Row) (Campaign, error) {
 	var c Campaign
@@ -83,7 +90,7 @@ func (s *Store) Campaigns(ctx context.Context, accountID uuid.UUID, p Page) ([]C
 	if p.Size > 0 {
 		limit = &p.Size
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns c JOIN jobs j ON j.id = c.job_id
+	rows, err := s.pool.Query(ctx, unfoldedProgress+`SELECT `+campaignColumns+` `+campaignsFrom+`
 		WHERE c.account_id = $1 AND ($2::uuid IS NULL OR c.id < $2) ORDER BY c.id DESC LIMIT $3`, accountID, p.After, limit)
 	if err != nil {
 		return nil, fmt.Errorf("campaigns: %w", err)
@@ -97,8 +104,8 @@ func (s *Store) Campaigns(ctx context.Context, accountID uuid.UUID, p Page) ([]C
 
 // Campaign returns one of an account's campaigns; another account's, or none, is ErrNotFound.
 func (s *Store) Campaign(ctx context.Context, accountID, id uuid.UUID) (Campaign, error) {
-	c, err := scanCampaign(s.pool.QueryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns c JOIN jobs j ON j.id = c.job_id
-		WHERE c.id = $1 AND c.account_id = $2`, id, accountID))
+	c, err := scanCampaign(s.pool.QueryRow(ctx, unfoldedProgress+`SELECT `+campaignColumns+` `+campaignsFrom+`
+		WHERE c.account_id = $1 AND c.id = $2`, accountID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Campaign{}, ErrNotFound
 	}

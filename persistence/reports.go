@@ -55,16 +55,23 @@ type GroupResult struct {
 }
 
 // GroupResults sums an account's campaigns by group, groups with campaigns only, by name. A
-// group deleted since keeps the name its last campaign saw.
+// group deleted since keeps the name its last campaign saw. Spend is net of refunds as of now
+// (unfolded counts included), as the wallet and the spend trend show it; a campaign cancelled
+// before it delivered anything, all of it refunded, sent nothing to rate and is left out of
+// the average delivery rate (it still counts as a campaign, with its recipients and spend 0).
 func (s *Store) GroupResults(ctx context.Context, accountID uuid.UUID) ([]GroupResult, error) {
-	rows, err := s.pool.Query(ctx, `SELECT c.group_id,
+	rows, err := s.pool.Query(ctx, unfoldedProgress+`, results AS (
+			SELECT c.group_id, c.id, c.group_name, c.status, c.total_recipients,
+				j.delivered_count + coalesce(u.delivered, 0) AS delivered,
+				j.failed_count + coalesce(u.failed, 0) AS failed,
+				c.cost_cents - j.refunded_cents - coalesce(u.refunded, 0) AS spend
+			`+campaignsFrom+` WHERE c.account_id = $1)
+		SELECT c.group_id,
 			coalesce(max(g.name), (array_agg(c.group_name ORDER BY c.id DESC))[1]),
-			count(*), sum(c.total_recipients), sum(j.delivered_count), sum(j.failed_count),
-			sum(c.cost_cents - j.refunded_cents),
-			round(avg(j.delivered_count * 100.0 / c.total_recipients), 1)::float8
-		FROM campaigns c JOIN jobs j ON j.id = c.job_id
-		LEFT JOIN contact_groups g ON g.id = c.group_id AND g.account_id = c.account_id
-		WHERE c.account_id = $1
+			count(*), sum(c.total_recipients), sum(c.delivered), sum(c.failed), sum(c.spend),
+			coalesce(round(avg(c.delivered * 100.0 / c.total_recipients)
+				FILTER (WHERE NOT (c.status = 'cancelled' AND c.delivered = 0 AND c.spend = 0)), 1), 0)::float8
+		FROM results c LEFT JOIN contact_groups g ON g.id = c.group_id AND g.account_id = $1
 		GROUP BY c.group_id ORDER BY 2, 1`, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("group results: %w", err)
@@ -80,3 +87,15 @@ func (s *Store) GroupResults(ctx context.Context, accountID uuid.UUID) ([]GroupR
 	}
 	return out, rows.Err()
 }
+
+// unfoldedProgress is a WITH clause naming, for the account $1, the counter changes of its jobs
+// that the progress log holds and the progress actor has not folded into the jobs yet (about
+// a second's worth): readers add them so counters agree with the wallet and the ledger, which
+// change in the same transaction as the log.
+const unfoldedProgress = `WITH unfolded AS (
+		SELECT u.job_id, sum(u.delivered)::int AS delivered, sum(u.failed)::int AS failed, sum(u.refunded)::bigint AS refunded
+		FROM progress_log l CROSS JOIN LATERAL unnest(l.jobs, l.accounts, l.delivered, l.failed, l.refunded)
+			AS u(job_id, account_id, delivered, failed, refunded)
+		WHERE u.account_id = $1
+		GROUP BY u.job_id)
+	`

@@ -52,6 +52,11 @@ type App struct {
 	now      func() time.Time
 	ready    chan struct{} // closed once booted
 
+	shareDatabase bool                  // WithoutNodeLock
+	lock          *persistence.NodeLock // this node's hold on its database
+	stopLock      func()                // stops keeping the lock and releases it
+	lockLost      chan error            // the lock went to another node: stop
+
 	// Built by boot.
 	store       *persistence.Store
 	redis       *redis.Client
@@ -77,7 +82,8 @@ var errUnreachable = errors.New("not reachable yet")
 // New opens the listeners. Nothing is served until Run, and nothing else is connected yet:
 // Run serves at once and boots the node behind its front.
 func New(_ context.Context, cfg Config, log *slog.Logger, opts ...Option) (*App, error) {
-	a := &App{cfg: cfg, log: log, registry: prometheus.NewRegistry(), now: time.Now, ready: make(chan struct{})}
+	a := &App{cfg: cfg, log: log, registry: prometheus.NewRegistry(), now: time.Now, ready: make(chan struct{}),
+		lockLost: make(chan error, 1)}
 	for _, o := range opts {
 		o(a)
 	}
@@ -164,6 +170,7 @@ func (a *App) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		case err = <-serveErr:
 			err = fmt.Errorf("http server: %w", err)
+		case err = <-a.lockLost:
 		}
 	}
 	if a.cfg.Faults.abruptShutdown() { // a deliberate defect: exit at once, nothing drained
@@ -213,6 +220,7 @@ func (a *App) bootRetrying(ctx context.Context) error {
 }
 
 func (a *App) closeStores() {
+	a.unlockNode()
 	if a.sims != nil {
 		a.sims.Close()
 		a.sims = nil

@@ -34,6 +34,9 @@ func (a *App) boot(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("postgresql: %w: %w", errUnreachable, err)
 	}
+	if err := a.lockNode(ctx); err != nil {
+		return err
+	}
 	if cfg.MigrateOnStart {
 		a.front.SetStage("applying migrations")
 		from, to, err := a.store.Migrate(ctx)

@@ -62,6 +62,7 @@ type Config struct {
 	MaxInFlight      int
 	ShedLatency      time.Duration
 	ShutdownTimeout  time.Duration
+	NodeLockWait     time.Duration
 	RateLimitRPS     float64
 	RateLimitBurst   int
 	LoginPerMinute   int // attempts per email and minute; per IP it is ten times this

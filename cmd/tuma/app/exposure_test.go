@@ -219,7 +219,7 @@ func TestPasswordChangeEndsAccessTokens(t *testing.T) {
 	secret := strings.Repeat("s", 32)
 	prefix := redistest.Prefix()
 	a1 := startNode(t, map[string]string{"TUMA_JWT_SECRET": secret, "TUMA_REDIS_PREFIX": prefix})
-	b1 := startNode(t, map[string]string{"TUMA_JWT_SECRET": secret, "TUMA_REDIS_PREFIX": prefix, "TUMA_DATABASE_URL": a1.dbURL})
+	b1 := startNode(t, map[string]string{"TUMA_JWT_SECRET": secret, "TUMA_REDIS_PREFIX": prefix, "TUMA_DATABASE_URL": a1.dbURL}, app.WithoutNodeLock())
 	acct := a1.register("sessions@example.com")
 	old, _ := a1.login(acct)
 	for _, n := range []*node{a1, b1} {

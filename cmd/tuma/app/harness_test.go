@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -52,6 +53,16 @@ func (s *syncBuffer) String() string {
 // startNode runs the real application. env overrides the test defaults.
 func startNode(t *testing.T, env map[string]string, opts ...app.Option) *node {
 	t.Helper()
+	n, err := bootNode(t, env, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// bootNode runs the real application and waits until it has booted, or says why it stopped.
+func bootNode(t *testing.T, env map[string]string, opts ...app.Option) (*node, error) {
+	t.Helper()
 	vars := map[string]string{
 		"TUMA_HTTP_ADDR":        "127.0.0.1:0",
 		"TUMA_DATABASE_URL":     "", // filled below unless overridden
@@ -92,7 +103,8 @@ func startNode(t *testing.T, env map[string]string, opts ...app.Option) *node {
 	select { // it serves at once; wait until it has booted
 	case <-a.Ready():
 	case err := <-done:
-		t.Fatalf("node stopped while booting: %v", err)
+		cancel()
+		return nil, fmt.Errorf("node stopped while booting: %w", err)
 	case <-time.After(time.Minute):
 		t.Fatalf("node did not boot within a minute")
 	}
@@ -112,7 +124,7 @@ func startNode(t *testing.T, env map[string]string, opts ...app.Option) *node {
 		}
 	}
 	t.Cleanup(n.stop)
-	return n
+	return n, nil
 }
 
 type response struct {

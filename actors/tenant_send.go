@@ -1,4 +1,5 @@
-// Sends: how a tenant prices a send, picks its senders and reserves its cost until the commit.
+// A tenant's sends: how it prices a send, picks its senders and reserves its cost until the
+// commit, and what it does with the commit's answer.
 
 package actors
 
@@ -10,6 +11,18 @@ import (
 
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
+)
+
+type (
+	sendCmd struct {
+		req SendRequest
+		at  time.Time
+	}
+	acceptDone struct {
+		req    *acceptReq
+		result persistence.AcceptResult
+		err    error
+	}
 )
 
 // route picks the sender of a network's messages: the explicit sender if it covers the

@@ -44,16 +44,7 @@ type Options struct {
 	// is being accepted, at most half of any stretch (0: never).
 	BulkYield time.Duration
 	Links     map[carriers.Network]LinkOptions
-	Faults    Faults // deliberate defects, for the drills' own tests only
-}
-
-// Faults are deliberate defects a drill turns on to prove it notices them. Only binaries
-// built with -tags faults let the configuration set them.
-type Faults struct {
-	SkipResume bool // unfinished work of earlier runs is never resumed
-	// HoldSlots: a job keeps its dispatch slot until its last outcome, so a network that is
-	// down stops the tenant's other networks once its slots are full (the deps drill).
-	HoldSlots bool
+	Faults    Faults // deliberate defects, for the drills' own tests only (faults_on.go)
 }
 
 func (o *Options) setDefaults() {

@@ -1,13 +1,18 @@
+// Carriers: what a network driver gives the links (Carrier, Looker), and what networks tell the
+// engine back (pushed receipts, late answers, a live status).
+
 package actors
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
 )
 
 // Carrier is what a link needs from a network driver (the simulator, an SMPP bind).
@@ -63,3 +68,52 @@ var (
 	// the message waits (the breaker opens) however long the outage, and is never failed for it.
 	ErrUnavailable = errors.New("carrier unreachable")
 )
+
+// LiveStatus asks a network now about a message it accepted.
+func (e *Engine) LiveStatus(ctx context.Context, network carriers.Network, providerID string) (CarrierStatus, error) {
+	if network < carriers.Safaricom || network > carriers.Telkom {
+		return CarrierStatus{}, fmt.Errorf("no link for network %d", network)
+	}
+	res, err := e.request(ctx, e.links[network], &queryCmd{providerID: providerID})
+	if err != nil {
+		return CarrierStatus{}, err
+	}
+	return *res.(*CarrierStatus), nil
+}
+
+// Sync records a carrier status for a message now (from a live check) and returns once it is
+// durable. A non-final status changes nothing.
+func (e *Engine) Sync(ctx context.Context, network carriers.Network, providerID string, st CarrierStatus) error {
+	if !st.Final {
+		return nil
+	}
+	_, err := e.request(ctx, e.receiptsFor(network, providerID), &syncCmd{receipt: receiptFrom(network, providerID, st)})
+	return err
+}
+
+// LateAnswer records the answer to a submit that came after the driver stopped waiting for it
+// (an SMPP submit_sm_resp past its response timeout). The message is already sent with an
+// unknown outcome; now it has its network id, so its receipt correlates.
+func (e *Engine) LateAnswer(network carriers.Network, account, messageID uuid.UUID, providerID string) {
+	if providerID == "" {
+		return
+	}
+	e.root.Send(e.receiptsFor(network, providerID), &submittedEv{s: persistence.Submitted{
+		AccountID: account, MessageID: messageID, ProviderID: providerID, Network: network, At: time.Now(), Late: true}})
+}
+
+// Receipt feeds a delivery receipt pushed by a network into the engine.
+func (e *Engine) Receipt(network carriers.Network, providerID string, st CarrierStatus) {
+	if st.Final {
+		e.root.Send(e.receiptsFor(network, providerID), &receiptEv{r: receiptFrom(network, providerID, st)})
+	}
+}
+
+func receiptFrom(n carriers.Network, providerID string, st CarrierStatus) persistence.Receipt {
+	at := st.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return persistence.Receipt{ProviderID: providerID, Network: n, Delivered: st.Delivered,
+		ProviderStatus: st.ProviderStatus, Error: st.Error, At: at}
+}

@@ -1,78 +1,18 @@
-// Campaigns: how a tenant prices a campaign to a group, contact by contact with its merge tags
-// rendered, and how a campaign's job turns its audience into messages.
+// A campaign's job: its audience turned into messages a chunk at a time, each contact's text
+// rendered, and the contacts who opted out since the campaign began left out.
 
 package actors
 
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 )
-
-// CampaignRequest is a campaign ready to price: its audience resolved to networks.
-type CampaignRequest struct {
-	AccountID   uuid.UUID
-	Campaign    persistence.NewCampaign
-	Audience    []persistence.Member // the group's active contacts at creation
-	Sender      *persistence.Sender  // an explicit approved sender; nil: the default, else shared
-	Idempotency *persistence.IdempotencyKey
-}
-
-// CreateCampaign prices a campaign exactly (every contact's text rendered, with the shared
-// sender's prefix where it applies), reserves and debits its cost and records the campaign and
-// its job durably, like Send; a campaign without a time is dispatched at once, a scheduled
-// one when StartScheduled hands it over.
-func (e *Engine) CreateCampaign(ctx context.Context, req CampaignRequest) (SendResult, error) {
-	if !e.accepting.Load() {
-		return SendResult{}, ErrStopping
-	}
-	res, err := e.tenantRequest(ctx, req.AccountID, &campaignCmd{req: req, at: time.Now()})
-	if err != nil {
-		return SendResult{}, err
-	}
-	return *res.(*SendResult), nil
-}
-
-// StartScheduled hands campaigns whose time came (their jobs now open) to their tenants.
-func (e *Engine) StartScheduled(due []persistence.DueCampaign) {
-	for _, d := range due {
-		e.root.Send(e.supervisor, &toTenant{account: d.AccountID, msg: &startJob{id: d.JobID}})
-	}
-}
-
-type (
-	campaignCmd struct {
-		req CampaignRequest
-		at  time.Time
-	}
-	// startJob queues a job opened outside the tenant (a scheduled campaign now due).
-	startJob struct{ id uuid.UUID }
-)
-
-// RenderMergeTags puts a contact's names in a campaign's text.
-func RenderMergeTags(template, first, last string) string {
-	if !strings.Contains(template, "{") {
-		return template
-	}
-	return strings.NewReplacer("{first_name}", first, "{last_name}", last).Replace(template)
-}
-
-// campaignText is what a contact of a campaign receives: the network's prefix, then the
-// template with the contact's names. The same function prices it and sends it.
-func campaignText(j persistence.NewJob, v variant, m persistence.Member) string {
-	text := RenderMergeTags(j.Message, m.FirstName, m.LastName)
-	if v.prefixed {
-		text = j.SharedPrefix + text
-	}
-	return text
-}
 
 // campaignMessage is the row of one contact of a campaign's job: its own text (the network's
 // prefix, then the template with the contact's names), parts and cost.
@@ -83,24 +23,6 @@ func campaignMessage(j persistence.NewJob, v variant, m persistence.Member) pers
 		ID: persistence.NewID(), Recipient: m.E164(), Network: m.Network, Sender: v.sender, Prefixed: v.prefixed,
 		Body: &text, Parts: seg.Parts, Encoding: seg.Encoding, CostCents: int64(seg.Parts) * j.PriceCents,
 	}
-}
-
-// campaign prices a campaign and hands it to the writer, as send does a send.
-func (t *tenantActor) campaign(ctx actor.Context, cmd *campaignCmd, reply *actor.PID) {
-	req := cmd.req
-	c := req.Campaign
-	job, pricing, lifetime := t.newJob(req.Sender, len(req.Audience))
-	job.CampaignID, job.Campaign, job.Source, job.Message, job.Idempotency = &c.ID, &c, "campaign", c.Template, req.Idempotency
-	vars := variantsOf(job)
-	for _, m := range req.Audience {
-		job.Units += int64(carriers.Segment(campaignText(job, vars[m.Network], m)).Parts)
-		job.NetworkCounts[m.Network]++
-	}
-	if !t.afford(ctx, reply, &job, pricing, lifetime) {
-		return
-	}
-	job.Pending = persistence.EncodeAudience(req.Audience)
-	t.write(ctx, &acceptReq{job: job, reply: reply, start: cmd.at, variant: vars})
 }
 
 // expandCampaign builds the message rows of a chunk of a campaign's audience.
@@ -145,7 +67,7 @@ func (j *jobActor) loadCampaign(ctx context.Context, r *jobReady, job persistenc
 	if err := j.e.takeExpansion(ctx); err != nil {
 		return &jobReady{err: err}
 	}
-	ok, err := j.e.writeRows(ctx, job, expanded, rows, expanded+n == len(members))
+	ok, err := j.writeRows(ctx, job, expanded, rows, expanded+n == len(members))
 	<-j.e.expansions
 	if err != nil {
 		return &jobReady{err: err}
@@ -165,7 +87,7 @@ func (j *jobActor) campaignPage(ctx context.Context, r *jobReady, job persistenc
 		return r
 	}
 	var err error
-	if r.msgs, err = j.e.skipOptedOut(ctx, job.AccountID, job.ID, r.msgs); err != nil {
+	if r.msgs, err = j.skipOptedOut(ctx, job.AccountID, job.ID, r.msgs); err != nil {
 		return &jobReady{err: err}
 	}
 	return r
@@ -174,7 +96,8 @@ func (j *jobActor) campaignPage(ctx context.Context, r *jobReady, job persistenc
 // skipOptedOut fails, with a refund, the queued messages of a campaign page whose contacts
 // opted out since the campaign was created, and returns the rest. A message that may have
 // reached a network before a crash (unsettled) goes on: it may be paid for already.
-func (e *Engine) skipOptedOut(ctx context.Context, accountID, jobID uuid.UUID, msgs []dispatchMsg) ([]dispatchMsg, error) {
+func (j *jobActor) skipOptedOut(ctx context.Context, accountID, jobID uuid.UUID, msgs []dispatchMsg) ([]dispatchMsg, error) {
+	e := j.e
 	phones := make([]string, 0, len(msgs))
 	for _, m := range msgs {
 		phones = append(phones, persistence.Recipient{NSN: m.nsn}.E164())

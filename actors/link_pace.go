@@ -1,4 +1,5 @@
-// Pacing: how fast a link may submit, by its own cap and by what the network tolerates.
+// Pacing: how fast a link may submit, by its own cap and by what the network tolerates, and
+// when it holds off so that a large send's accept does not queue behind dispatch.
 
 package actors
 
@@ -185,4 +186,29 @@ func (r *rateMeter) perSecond(now time.Time) float64 {
 		}
 	}
 	return float64(n)
+}
+
+// yielding tells the links when to hold off. Holding off is bounded: after yieldFor of it, a
+// link takes work for at least as long again, so a stream of bulk sends slows dispatch by at
+// most half and never stops it.
+type yielding struct {
+	since time.Time // when this hold began (zero: not holding)
+	until time.Time // no hold before this
+}
+
+// hold reports whether a link should take no new work now. accepting is how many bulk sends
+// are being accepted; yieldFor 0 turns holding off.
+func (y *yielding) hold(now time.Time, accepting int32, yieldFor time.Duration) bool {
+	if accepting == 0 || yieldFor <= 0 || now.Before(y.until) {
+		y.since = time.Time{}
+		return false
+	}
+	if y.since.IsZero() {
+		y.since = now
+	}
+	if now.Sub(y.since) >= yieldFor {
+		y.since, y.until = time.Time{}, now.Add(yieldFor)
+		return false
+	}
+	return true
 }

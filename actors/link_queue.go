@@ -3,7 +3,9 @@
 
 package actors
 
-import "github.com/google/uuid"
+import (
+	"github.com/google/uuid"
+)
 
 // fairQueue holds a link's waiting submits in one FIFO per tenant and serves the tenants in
 // turn. One tenant's backlog of a million messages then delays another tenant's new message

@@ -16,6 +16,23 @@ import (
 	"github.com/tuma-sms/tuma/persistence"
 )
 
+type (
+	// startJob queues a job opened outside the tenant (a scheduled campaign now due).
+	startJob struct{ id uuid.UUID }
+	// openJobsRead is a page of the tenant's unfinished jobs, read to resume them.
+	openJobsRead struct {
+		ids   []uuid.UUID
+		err   error
+		epoch int64
+	}
+	readOpenJobs struct{} // read the next page of unfinished jobs (a retry after an error)
+	// jobDispatched: the job has submitted everything; its slot is free.
+	jobDispatched struct{ id uuid.UUID }
+	// jobHandedOff: a job accepted with its messages in hand has given every one to the links;
+	// it only waits for their outcomes, so its slot is free (see jobActor.pump).
+	jobHandedOff struct{ id uuid.UUID }
+)
+
 // jobStart is a job waiting for a dispatch slot: either accepted by this incarnation (job and
 // its inline messages in hand) or resumed by id, its job actor reading it from the store.
 type jobStart struct {
@@ -43,7 +60,7 @@ func (t *tenantActor) resumePage() int { return 2 * t.e.opts.MaxDispatchingJob }
 
 // startResume begins the walk of jobs left unfinished by earlier runs or incarnations.
 func (t *tenantActor) startResume(ctx actor.Context) {
-	t.resume = resumeState{before: persistence.NewID(), more: !t.e.opts.Faults.SkipResume, seen: map[uuid.UUID]bool{}}
+	t.resume = resumeState{before: persistence.NewID(), more: !t.e.opts.Faults.skipResume(), seen: map[uuid.UUID]bool{}}
 	t.readOpenJobs(ctx)
 }
 

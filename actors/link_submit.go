@@ -12,8 +12,66 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
+	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 )
+
+// submitJob is one submit handed to a worker.
+type submitJob struct {
+	req *submitReq
+	out Outgoing
+}
+
+type (
+	submitDone struct {
+		req        *submitReq
+		providerID string
+		err        error
+		took       time.Duration
+		lookedUp   bool // the network was asked whether it had the message, not sent it
+	}
+)
+
+// submitReady hands marked submits to the workers while the window and the breaker allow.
+func (l *linkActor) submitReady(ctx actor.Context) {
+	st, e := l.st, l.e
+	refused := false
+	for len(st.ready) > 0 && st.inflight < st.opts.Window {
+		req := st.ready[0]
+		st.ready[0] = nil
+		st.ready = st.ready[1:]
+		done, err := st.breaker.Allow()
+		if err != nil { // half-open with its probes out: wait in line, marked again next time
+			refused = true
+			l.again(req)
+			continue
+		}
+		req.breakerOK = done
+		e.m.net[st.network].attempts.Inc()
+		st.inflight++
+		st.work <- submitJob{req: req, out: l.outgoing(req)}
+	}
+	if len(st.ready) == 0 {
+		st.ready = nil // let the drained backing array go
+	}
+	if refused {
+		l.flushUnmarks(ctx, false)
+		l.wakeAt(ctx, time.Now().Add(breakerProbeEvery))
+	}
+}
+
+// outgoing is a submit as the carrier sees it.
+func (l *linkActor) outgoing(req *submitReq) Outgoing {
+	out := Outgoing{
+		AccountID: req.account, MessageID: req.msg.id, Sender: req.variant.sender, Destination: persistence.Recipient{NSN: req.msg.nsn}.E164(),
+		Text: req.variant.text, Parts: req.variant.parts, Encoding: req.variant.encoding,
+	}
+	if req.msg.body != nil {
+		seg := carriers.Segment(*req.msg.body)
+		out.Text, out.Parts, out.Encoding = *req.msg.body, seg.Parts, seg.Encoding
+	}
+	return out
+}
 
 // startWorkers starts one submit worker per window slot. They live as long as the engine,
 // so a submit costs a channel hand-off instead of a goroutine and a timer.

@@ -1,0 +1,139 @@
+// Link marks: before it submits, a link durably marks what it is about to submit, so that
+// after a crash a message marked but still queued is asked about, not sent again blindly.
+// A mark is deleted once every submit under it has a durable outcome.
+
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+type (
+	// markDone: a batch of submits is marked (durably, or not: err).
+	markDone struct {
+		id    uuid.UUID
+		batch []*submitReq
+		err   error
+	}
+	// marksSettled: this many submits of each mark have a durable outcome now.
+	marksSettled struct{ n map[uuid.UUID]int }
+	unmarkDone   struct {
+		ids []uuid.UUID
+		err error
+	}
+	unmarkTick struct{}
+)
+
+// mark writes one mark for every submit taken since the last one, one write at a time: under
+// load a mark covers many submits (group commit), idle it covers one without waiting.
+func (l *linkActor) mark(ctx actor.Context) {
+	st := l.st
+	if st.marking || len(st.toMark) == 0 {
+		return
+	}
+	batch := st.toMark
+	st.toMark = nil
+	st.marking, st.markingN = true, len(batch)
+	id := persistence.NewID()
+	keys := make([]persistence.MessageKey, len(batch))
+	for i, r := range batch {
+		keys[i] = persistence.MessageKey{AccountID: r.account, ID: r.msg.id}
+	}
+	self, root, m, net := ctx.Self(), l.e.root, l.e.m, st.network
+	l.e.goIO(time.Minute, func(c context.Context) {
+		start := time.Now()
+		err := l.e.store.Mark(c, id, net, keys)
+		m.batchLatency.WithLabelValues("mark").Observe(time.Since(start).Seconds())
+		m.batchSize.WithLabelValues("mark").Observe(float64(len(keys)))
+		st.inbox.put(root, self, &markDone{id: id, batch: batch, err: err})
+	})
+}
+
+// marked readies a batch whose mark is durable for submitting. If the mark could not be
+// written, nothing of the batch goes out: it waits first in line and the mark is tried again.
+func (l *linkActor) marked(ctx actor.Context, d *markDone) {
+	st, e := l.st, l.e
+	st.marking, st.markingN = false, 0
+	if d.err != nil {
+		e.m.batchErrors.WithLabelValues("mark").Inc()
+		st.markRetry = min(max(2*st.markRetry, 50*time.Millisecond), 5*time.Second)
+		e.log.Error("mark submits; will retry", slog.String("network", st.label), slog.Any("error", d.err),
+			slog.Duration("retry_in", st.markRetry))
+		st.retry = append(d.batch, st.retry...)
+		st.pacer.pausedUntil = time.Now().Add(st.markRetry)
+		return
+	}
+	st.markRetry = 0
+	st.marks[d.id] = len(d.batch)
+	again := 0
+	for _, req := range d.batch {
+		req.mark = d.id
+		if req.msg.unsettled {
+			if _, ok := e.unsettled.LoadAndDelete(req.msg.id); ok {
+				again++
+			}
+		}
+	}
+	st.ready = append(st.ready, d.batch...)
+	if again > 0 {
+		ctx.Send(e.recovery, &remarked{n: again})
+	}
+	l.flushUnmarks(ctx, false)
+}
+
+// settle notes that n submits under a mark need it no more; a mark with nothing left under it
+// is deleted (in batches).
+func (l *linkActor) settle(id uuid.UUID, n int) {
+	st := l.st
+	left, ok := st.marks[id]
+	if !ok {
+		return
+	}
+	if left -= n; left > 0 {
+		st.marks[id] = left
+		return
+	}
+	delete(st.marks, id)
+	st.unmark = append(st.unmark, id)
+}
+
+// flushUnmarks deletes settled marks in batches, one delete at a time: at once when many
+// are waiting, else when the unmark timer fires (due).
+func (l *linkActor) flushUnmarks(ctx actor.Context, due bool) {
+	st := l.st
+	if st.unmarking || len(st.unmark) == 0 {
+		return
+	}
+	if !due && len(st.unmark) < 256 {
+		if !st.unmarkArmed {
+			st.unmarkArmed = true
+			l.timers.after(l.e.root, ctx.Self(), unmarkEvery, &unmarkTick{})
+		}
+		return
+	}
+	ids := st.unmark
+	st.unmark = nil
+	st.unmarking = true
+	self, root := ctx.Self(), l.e.root
+	l.e.goIO(time.Minute, func(c context.Context) {
+		st.inbox.put(root, self, &unmarkDone{ids: ids, err: l.e.store.Unmark(c, ids)})
+	})
+}
+
+func (l *linkActor) unmarked(ctx actor.Context, d *unmarkDone) {
+	st := l.st
+	st.unmarking = false
+	if d.err != nil {
+		// Left in place, a mark only makes recovery ask about messages already settled.
+		l.e.log.Warn("delete settled submit marks; will retry", slog.String("network", st.label), slog.Any("error", d.err))
+		st.unmark = append(st.unmark, d.ids...)
+	}
+	l.flushUnmarks(ctx, false)
+}
