@@ -25,6 +25,17 @@ type Row struct {
 	Reason string   `json:"reason,omitempty"` // why it failed
 }
 
+// verdict is the row's RESULT: PASS, info (a figure without a target) or FAIL with the reason.
+func (row Row) verdict() string {
+	switch {
+	case row.Target == "" && row.Pass:
+		return "info"
+	case !row.Pass:
+		return "FAIL: " + row.Reason
+	}
+	return "PASS"
+}
+
 // DrillResult is one drill's rows, or the security checks'.
 type DrillResult struct {
 	Name    string  `json:"name"`
@@ -90,14 +101,7 @@ func (r *recorder) add(row Row) {
 	r.mu.Lock()
 	r.rows = append(r.rows, row)
 	r.mu.Unlock()
-	verdict := "PASS"
-	switch {
-	case row.Target == "" && row.Pass:
-		verdict = "info"
-	case !row.Pass:
-		verdict = "FAIL: " + row.Reason
-	}
-	r.logf("%s = %s (target %s) %s", row.Check, row.Figure, orDash(row.Target), verdict)
+	r.logf("%s = %s (target %s) %s", row.Check, row.Figure, orDash(row.Target), row.verdict())
 }
 
 // check records a row whose verdict is ok; reason says why when it is not.
@@ -195,14 +199,7 @@ func (r Report) Print(w io.Writer) error {
 				headed = true
 			}
 			for _, row := range d.Rows {
-				verdict := "PASS"
-				switch {
-				case row.Target == "" && row.Pass:
-					verdict = "info"
-				case !row.Pass:
-					verdict = "FAIL: " + row.Reason
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Name, row.Check, oneLine(row.Figure), orDash(row.Target), oneLine(verdict))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Name, row.Check, oneLine(row.Figure), orDash(row.Target), oneLine(row.verdict()))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%.0f s\t\t%s\n", d.Name, k.total, d.Seconds, passWord(d.Pass))
 		}
