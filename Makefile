@@ -4,31 +4,30 @@ GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/tuma
+LAB       := bin/tuma-lab
 FUZZTIME  ?= 30s
 
 # make run turns the admin API on with a development token so the README's examples work;
 # set TUMA_ADMIN_TOKEN yourself for anything else.
 export TUMA_ADMIN_TOKEN ?= dev-admin-token-change-me
-# `tuma bench` registers its accounts from this machine: no per-address sign-up and auth budgets.
+# `tuma-lab bench` registers its accounts from this machine: no per-address sign-up and auth budgets.
 export TUMA_SIGNUP_LIMIT_PER_IP ?= 0
 export TUMA_AUTH_LIMIT_PER_IP ?= 0
 
 .PHONY: run build test vet fmt-check lint bench drills fuzz migrate stores clean
 
-## run: start PostgreSQL and Redis if needed, build, migrate and serve on simulated carriers
+## run: start PostgreSQL and Redis if needed, build, migrate and serve on simulated carriers;
+## the node prints where it is reached (TUMA_PUBLIC_URL, else TUMA_HTTP_ADDR) once listening
 run: stores build
 	@$(BIN) migrate
 	@echo
-	@echo "  API       $${TUMA_PUBLIC_URL:-http://127.0.0.1:8080}"
-	@echo "  Explorer  $${TUMA_PUBLIC_URL:-http://127.0.0.1:8080}/docs"
-	@echo "  Metrics   $${TUMA_PUBLIC_URL:-http://127.0.0.1:8080}/metrics"
 	@echo "  Admin     Authorization: Bearer $$TUMA_ADMIN_TOKEN"
-	@echo
-	@exec $(BIN) serve
+	@exec $(BIN) serve --banner
 
-## build: compile the binary to bin/tuma
+## build: compile the server to bin/tuma and the lab (load tests, drills) to bin/tuma-lab
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tuma
+	$(GO) build -trimpath -o $(LAB) ./cmd/tuma-lab
 
 ## test: vet, gofmt check, every test (unit, integration, end-to-end) with the race detector,
 ## then the reliability drills in their short form (see make drills)
@@ -55,7 +54,7 @@ lint: vet fmt-check
 ENGINE_BENCHES := Accept10k Accept10kFlood Dispatch1M SmallSendsAccept SmallSends QueuedMemory
 
 ## bench: Go micro-benchmarks; the engine benchmarks against their targets; then a short
-## `tuma bench` of every scenario against a node it starts (BENCH_DURATION, default 10s)
+## `tuma-lab bench` of every scenario against a node it starts (BENCH_DURATION, default 10s)
 bench: stores build
 	@echo "== Micro-benchmarks"
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $$($(GO) list ./... | grep -v '/bench$$')
@@ -67,12 +66,12 @@ bench: stores build
 	@echo
 	@bench/suite.sh
 
-## drills: the reliability drills at full size against the binary (crash, backlog, deps,
-## overload, shutdown, security; DRILLS=crash,backlog to choose); prints the table and writes
-## drills.json
+## drills: the reliability drills (crash, backlog, deps, overload, shutdown) and the security
+## checks (security) at full size, bin/tuma-lab starting bin/tuma nodes; DRILLS=crash,backlog
+## to choose; prints the table and writes drills.json
 DRILLS ?=
 drills: stores build
-	$(BIN) drill $(if $(DRILLS),--only $(DRILLS)) --json drills.json
+	$(LAB) drill --bin $(BIN) $(if $(DRILLS),--only $(DRILLS)) --json drills.json
 
 ## fuzz: run every fuzz target for FUZZTIME each (corpora live in testdata/fuzz)
 fuzz:

@@ -1,29 +1,40 @@
-// tuma bench campaign: a campaign to an imported group, over HTTP, from this process: how long
+// tuma-lab bench campaign: a campaign to an imported group, over HTTP, from this process: how long
 // its creation takes (every contact priced and the cost debited), how fast its messages go
 // out, the node's memory meanwhile, and the reports' latency.
 
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 )
 
-// CampaignConfig is one run of `tuma bench campaign`.
+// CampaignConfig is one run of `tuma-lab bench campaign`.
 type CampaignConfig struct {
 	URL, AdminToken string
 	Contacts        int // the group's size
 	Reads           int // of each report
 }
 
-// CampaignUsage is the help of `tuma bench campaign`.
-const CampaignUsage = `usage: tuma bench campaign [flags]
+// CampaignResult are a run's figures.
+type CampaignResult struct {
+	Contacts        int     `json:"contacts"`
+	CreateSeconds   float64 `json:"create_seconds"`
+	DispatchPerS    float64 `json:"dispatch_messages_per_second"`
+	ToLastSubmit    float64 `json:"request_to_last_submit_seconds"`
+	FinalSeconds    float64 `json:"all_final_seconds"`
+	RSSGrowthMB     float64 `json:"rss_growth_mb"`
+	SpendTrendP99MS float64 `json:"spend_trend_p99_ms"`
+	CampaignsP99MS  float64 `json:"campaign_performance_p99_ms"`
+	GroupsP99MS     float64 `json:"group_performance_p99_ms"`
+}
+
+// CampaignUsage is the help of `tuma-lab bench campaign`.
+const CampaignUsage = `usage: tuma-lab bench campaign [flags]
 
 Against a running node (its sign-up budget off: TUMA_SIGNUP_LIMIT_PER_IP=0; for the dispatch
 figure, simulated networks without caps): registers and funds an account, imports CONTACTS
@@ -33,7 +44,7 @@ its target.
 
 flags:`
 
-// ParseCampaignArgs reads the flags of `tuma bench campaign`.
+// ParseCampaignArgs reads the flags of `tuma-lab bench campaign`.
 func ParseCampaignArgs(args []string, lookup func(string) (string, bool), stderr io.Writer) (CampaignConfig, error) {
 	c := CampaignConfig{URL: defaultURL, AdminToken: devAdminToken, Contacts: 100_000, Reads: 200}
 	if v, ok := lookup("TUMA_ADMIN_TOKEN"); ok && v != "" {
@@ -55,50 +66,35 @@ func ParseCampaignArgs(args []string, lookup func(string) (string, bool), stderr
 	return c, nil
 }
 
-// CampaignResult are a run's figures.
-type CampaignResult struct {
-	Contacts        int     `json:"contacts"`
-	CreateSeconds   float64 `json:"create_seconds"`
-	DispatchPerS    float64 `json:"dispatch_messages_per_second"`
-	ToLastSubmit    float64 `json:"request_to_last_submit_seconds"`
-	FinalSeconds    float64 `json:"all_final_seconds"`
-	RSSGrowthMB     float64 `json:"rss_growth_mb"`
-	SpendTrendP99MS float64 `json:"spend_trend_p99_ms"`
-	CampaignsP99MS  float64 `json:"campaign_performance_p99_ms"`
-	GroupsP99MS     float64 `json:"group_performance_p99_ms"`
-}
-
 // RunCampaign runs the campaign benchmark and prints its table.
 func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (CampaignResult, error) {
-	hc := &http.Client{Timeout: 30 * time.Minute}
 	res := CampaignResult{Contacts: cfg.Contacts}
-	key, id, err := register(ctx, hc, cfg.URL, "campaign")
+	a, err := signUp(ctx, cfg.URL, "campaign")
 	if err != nil {
 		return res, err
 	}
 	// KES 1 a contact covers its part at any tier (at most 0.50).
-	if _, err := jsonCall(ctx, hc, "POST", cfg.URL+"/admin/accounts/"+id+"/credit", "Bearer "+cfg.AdminToken, "",
-		map[string]any{"amount_kes": max(50, cfg.Contacts)}, 200); err != nil {
+	if err := a.fund(ctx, cfg.AdminToken, max(50, cfg.Contacts)); err != nil {
 		return res, err
 	}
 	var group struct{ ID string }
-	b, err := jsonCall(ctx, hc, "POST", cfg.URL+"/contacts/groups", "", key, map[string]string{"name": "Bench"}, 201)
+	b, err := a.post(ctx, "/contacts/groups", map[string]string{"name": "Bench"}, 201)
 	if err != nil || json.Unmarshal(b, &group) != nil {
 		return res, fmt.Errorf("create group: %v %s", err, b)
 	}
-	if err := importContacts(ctx, hc, cfg.URL, key, cfg.Contacts, group.ID); err != nil {
+	if err := a.importContacts(ctx, cfg.Contacts, group.ID); err != nil {
 		return res, err
 	}
 
 	// The campaign: created (priced contact by contact and debited), then dispatched.
-	m, err := scrape(ctx, hc, cfg.URL, metricSubmitted, metricRSS)
+	m, err := a.scrape(ctx, metricSubmitted, metricRSS)
 	if err != nil {
 		return res, err
 	}
 	before, rssBefore := m[metricSubmitted], m[metricRSS]
 	peak := rssBefore
 	start := time.Now()
-	b, err = jsonCall(ctx, hc, "POST", cfg.URL+"/campaigns", "", key, map[string]string{"name": "Bench",
+	b, err = a.post(ctx, "/campaigns", map[string]string{"name": "Bench",
 		"message": "Habari {first_name}, your November offer is here: 20% off until Friday.", "group_id": group.ID}, 201)
 	res.CreateSeconds = time.Since(start).Seconds()
 	var camp struct {
@@ -116,13 +112,13 @@ func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (Cam
 		if time.Since(start) > 30*time.Minute {
 			return res, fmt.Errorf("campaign %s not final after 30 minutes", camp.ID)
 		}
-		if m, err := scrape(ctx, hc, cfg.URL, metricSubmitted, metricRSS); err == nil {
+		if m, err := a.scrape(ctx, metricSubmitted, metricRSS); err == nil {
 			peak = max(peak, m[metricRSS])
 			if submittedAt.IsZero() && m[metricSubmitted]-before >= float64(cfg.Contacts) {
 				submittedAt = time.Now()
 			}
 		}
-		if !submittedAt.IsZero() && campaignFinal(ctx, hc, cfg.URL, key, camp.ID) {
+		if !submittedAt.IsZero() && a.campaignFinal(ctx, camp.ID) {
 			break
 		}
 		pause := 100 * time.Millisecond
@@ -145,7 +141,7 @@ func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (Cam
 		var lat []time.Duration
 		for range cfg.Reads {
 			t0 := time.Now()
-			if _, err := get(ctx, hc, cfg.URL+r.path, key); err != nil {
+			if _, err := a.get(ctx, r.path); err != nil {
 				return res, err
 			}
 			lat = append(lat, time.Since(t0))
@@ -153,48 +149,24 @@ func RunCampaign(ctx context.Context, cfg CampaignConfig, stdout io.Writer) (Cam
 		*r.dst = ms(quantile(lat, 99))
 	}
 
-	fmt.Fprintf(stdout, "\ntuma bench campaign · %s · %d contacts\n\n", cfg.URL, cfg.Contacts)
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "FIGURE", "RESULT", "TARGET")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "campaign created (priced, debited)", fmt.Sprintf("%.2f s", res.CreateSeconds), "≤ 1 s")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "dispatch, 201 to last submit", fmt.Sprintf("%.0f msg/s", res.DispatchPerS), "≥ 20,000 msg/s")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "request to last submit", fmt.Sprintf("%.2f s", res.ToLastSubmit), "—")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "every message final", fmt.Sprintf("%.1f s", res.FinalSeconds), "—")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "server RSS growth", fmt.Sprintf("%.0f MB", res.RSSGrowthMB), "bounded")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "spend trend (90 days)", fmt.Sprintf("p99 %.1f ms", res.SpendTrendP99MS), "p99 ≤ 50 ms")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "campaign performance", fmt.Sprintf("p99 %.1f ms", res.CampaignsP99MS), "p99 ≤ 50 ms")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "group performance", fmt.Sprintf("p99 %.1f ms", res.GroupsP99MS), "p99 ≤ 50 ms")
+	printFigures(stdout, fmt.Sprintf("tuma-lab bench campaign · %s · %d contacts", cfg.URL, cfg.Contacts),
+		figure{"campaign created (priced, debited)", fmt.Sprintf("%.2f s", res.CreateSeconds), "≤ 1 s"},
+		figure{"dispatch, 201 to last submit", fmt.Sprintf("%.0f msg/s", res.DispatchPerS), "≥ 20,000 msg/s"},
+		figure{"request to last submit", fmt.Sprintf("%.2f s", res.ToLastSubmit), "—"},
+		figure{"every message final", fmt.Sprintf("%.1f s", res.FinalSeconds), "—"},
+		figure{"server RSS growth", fmt.Sprintf("%.0f MB", res.RSSGrowthMB), "bounded"},
+		figure{"spend trend (90 days)", fmt.Sprintf("p99 %.1f ms", res.SpendTrendP99MS), "p99 ≤ 50 ms"},
+		figure{"campaign performance", fmt.Sprintf("p99 %.1f ms", res.CampaignsP99MS), "p99 ≤ 50 ms"},
+		figure{"group performance", fmt.Sprintf("p99 %.1f ms", res.GroupsP99MS), "p99 ≤ 50 ms"})
 	return res, nil
 }
 
 // campaignFinal reports whether the campaign reached a final status.
-func campaignFinal(ctx context.Context, hc *http.Client, base, key, id string) bool {
-	b, err := get(ctx, hc, base+"/campaigns/"+id, key)
+func (a *httpAccount) campaignFinal(ctx context.Context, id string) bool {
+	b, err := a.get(ctx, "/campaigns/"+id)
 	var c struct{ Status string }
 	if err != nil || json.Unmarshal(b, &c) != nil {
 		return false
 	}
 	return c.Status == "completed" || c.Status == "failed"
-}
-
-// jsonCall sends a JSON request (with a bearer authorization or an API key) and wants status.
-func jsonCall(ctx context.Context, hc *http.Client, method, u, authorization, key string, body any, want int) ([]byte, error) {
-	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	if authorization != "" {
-		req.Header.Set("Authorization", authorization)
-	}
-	if key != "" {
-		req.Header.Set("X-API-Key", key)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		return b, fmt.Errorf("%s %s: %d %.300s", method, u, resp.StatusCode, b)
-	}
-	return b, nil
 }

@@ -19,7 +19,7 @@ var ErrRegression = errors.New("regression")
 // runs on the 2-core development box vary up to 2× run to run, so compare medians of several.
 const DefaultThreshold = 25.0
 
-// CompareOptions are the arguments of `tuma bench compare`.
+// CompareOptions are the arguments of `tuma-lab bench compare`.
 type CompareOptions struct {
 	Old, New  []string // result files (globs already expanded)
 	Threshold float64  // percent
@@ -29,7 +29,7 @@ type CompareOptions struct {
 // characters are expanded (for shells that pass them through, or quoted patterns).
 func ParseCompareArgs(args []string, out io.Writer) (CompareOptions, error) {
 	o := CompareOptions{Threshold: DefaultThreshold}
-	fs := flag.NewFlagSet("tuma bench compare", flag.ContinueOnError)
+	fs := flag.NewFlagSet("tuma-lab bench compare", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() { fmt.Fprint(out, Usage) }
 	fs.Float64Var(&o.Threshold, "threshold", o.Threshold, "")

@@ -41,7 +41,7 @@ const (
 	devAdminToken = "dev-admin-token-change-me" // what `make run` sets
 )
 
-// Config is one run of `tuma bench`. Build it with DefaultConfig or ParseArgs; Run validates it.
+// Config is one run of `tuma-lab bench`. Build it with DefaultConfig or ParseArgs; Run validates it.
 type Config struct {
 	URL            string        // base URL of the Tuma under test
 	AdminToken     string        // bearer token of the admin API (a secret: never written out)
@@ -228,7 +228,7 @@ func (f capsFlag) Set(s string) error {
 	return nil
 }
 
-// ParseArgs reads the flags of `tuma bench` (after the word bench). Flags not given take the
+// ParseArgs reads the flags of `tuma-lab bench` (after the word bench). Flags not given take the
 // scenario's defaults (DefaultConfig). It returns flag.ErrHelp after printing the usage to out
 // when asked for help. lookup reads the environment (TUMA_ADMIN_TOKEN).
 func ParseArgs(args []string, lookup func(string) (string, bool), out io.Writer) (Config, error) {
@@ -236,7 +236,7 @@ func ParseArgs(args []string, lookup func(string) (string, bool), out io.Writer)
 	if tok, ok := lookup("TUMA_ADMIN_TOKEN"); ok && tok != "" {
 		c.AdminToken = tok
 	}
-	fs := flag.NewFlagSet("tuma bench", flag.ContinueOnError)
+	fs := flag.NewFlagSet("tuma-lab bench", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() { fmt.Fprint(out, Usage) }
 	fs.StringVar(&c.URL, "url", c.URL, "")
@@ -258,7 +258,7 @@ func ParseArgs(args []string, lookup func(string) (string, bool), out io.Writer)
 		return Config{}, err
 	}
 	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q (flags only; see tuma bench -h)", fs.Arg(0))
+		return Config{}, fmt.Errorf("unexpected argument %q (flags only; see tuma-lab bench -h)", fs.Arg(0))
 	}
 	if c.Scenario == "" {
 		return Config{}, fmt.Errorf("--scenario is required: one of %s", strings.Join(Scenarios(), ", "))
@@ -284,12 +284,13 @@ func ParseArgs(args []string, lookup func(string) (string, bool), out io.Writer)
 	return c, c.Validate()
 }
 
-// Usage is the help of `tuma bench`.
-const Usage = `usage: tuma bench --scenario NAME [flags]
-       tuma bench compare [--threshold PCT] OLD.json... -- NEW.json...
-       tuma bench compare [--threshold PCT] OLD.json NEW.json
-       tuma bench summary RESULT.json...
-       tuma bench headline RESULT.json...
+// Usage is the help of `tuma-lab bench`.
+const Usage = `usage: tuma-lab bench --scenario NAME [flags]
+       tuma-lab bench compare [--threshold PCT] OLD.json... -- NEW.json...
+       tuma-lab bench compare [--threshold PCT] OLD.json NEW.json
+       tuma-lab bench summary RESULT.json...
+       tuma-lab bench headline RESULT.json...
+       tuma-lab bench contacts|campaign|kannel|smpp [flags]   (each with -h for its flags)
 
 Drives a running Tuma over HTTP like real tenants: registers and funds --accounts
 accounts, sends for --duration, waits until every accepted message is delivered or
@@ -330,4 +331,8 @@ as medians of the runs given, with their spread, next to their targets.
 compare prints the median of every figure on each side, the change, and flags changes
 beyond --threshold percent (default 25) in the bad direction; it exits with an error
 when any figure regressed. File arguments may be globs.
+
+contacts imports, searches and exports a million contacts; campaign sends a campaign to an
+imported group and reads the reports; kannel drives Kannel's sendsms the same way
+(bench/kannel.sh); smpp measures one SMPP bind against a tuma smsc it starts.
 `

@@ -101,7 +101,7 @@ func TestParseArgsErrors(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if _, err := ParseArgs([]string{"-h"}, env(), &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "tuma bench compare") {
+	if _, err := ParseArgs([]string{"-h"}, env(), &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "tuma-lab bench compare") {
 		t.Errorf("-h = %v, %q", err, out.String())
 	}
 }

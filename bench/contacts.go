@@ -1,11 +1,10 @@
-// tuma bench contacts: the address book at scale, over HTTP, from this process: a CSV import
+// tuma-lab bench contacts: the address book at scale, over HTTP, from this process: a CSV import
 // streamed from a generator, searches by phone fragment and by name, and an export.
 
 package bench
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -22,15 +21,28 @@ import (
 	"time"
 )
 
-// ContactsConfig is one run of `tuma bench contacts`.
+// ContactsConfig is one run of `tuma-lab bench contacts`.
 type ContactsConfig struct {
 	URL, AdminToken string
 	Rows            int // contacts imported
 	Searches        int // of each kind
 }
 
-// ContactsUsage is the help of `tuma bench contacts`.
-const ContactsUsage = `usage: tuma bench contacts [flags]
+// ContactsResult are a run's figures.
+type ContactsResult struct {
+	Rows           int     `json:"rows"`
+	ImportSeconds  float64 `json:"import_seconds"`
+	ImportRowsPerS float64 `json:"import_rows_per_second"`
+	RSSGrowthMB    float64 `json:"import_rss_growth_mb"`
+	PhoneP50MS     float64 `json:"search_phone_p50_ms"`
+	PhoneP99MS     float64 `json:"search_phone_p99_ms"`
+	NameP50MS      float64 `json:"search_name_p50_ms"`
+	NameP99MS      float64 `json:"search_name_p99_ms"`
+	ExportRowsPerS float64 `json:"export_rows_per_second"`
+}
+
+// ContactsUsage is the help of `tuma-lab bench contacts`.
+const ContactsUsage = `usage: tuma-lab bench contacts [flags]
 
 Against a running node (its sign-up budget off: TUMA_SIGNUP_LIMIT_PER_IP=0): registers an
 account, imports ROWS generated contacts as one CSV upload (streamed: the file is never built
@@ -39,7 +51,7 @@ figure next to its target.
 
 flags:`
 
-// ParseContactsArgs reads the flags of `tuma bench contacts`.
+// ParseContactsArgs reads the flags of `tuma-lab bench contacts`.
 func ParseContactsArgs(args []string, lookup func(string) (string, bool), stderr io.Writer) (ContactsConfig, error) {
 	c := ContactsConfig{URL: defaultURL, AdminToken: devAdminToken, Rows: 1_000_000, Searches: 200}
 	if v, ok := lookup("TUMA_ADMIN_TOKEN"); ok && v != "" {
@@ -76,30 +88,16 @@ func contactRow(i int) (phone, first, last string) {
 		fmt.Sprintf("%s %d", lastNames[i/len(firstNames)%len(lastNames)], i%997)
 }
 
-// ContactsResult are a run's figures.
-type ContactsResult struct {
-	Rows           int     `json:"rows"`
-	ImportSeconds  float64 `json:"import_seconds"`
-	ImportRowsPerS float64 `json:"import_rows_per_second"`
-	RSSGrowthMB    float64 `json:"import_rss_growth_mb"`
-	PhoneP50MS     float64 `json:"search_phone_p50_ms"`
-	PhoneP99MS     float64 `json:"search_phone_p99_ms"`
-	NameP50MS      float64 `json:"search_name_p50_ms"`
-	NameP99MS      float64 `json:"search_name_p99_ms"`
-	ExportRowsPerS float64 `json:"export_rows_per_second"`
-}
-
 // RunContacts runs the contacts benchmark and prints its table.
 func RunContacts(ctx context.Context, cfg ContactsConfig, stdout io.Writer) (ContactsResult, error) {
-	hc := &http.Client{Timeout: 30 * time.Minute}
 	res := ContactsResult{Rows: cfg.Rows}
-	key, _, err := register(ctx, hc, cfg.URL, "contacts")
+	a, err := signUp(ctx, cfg.URL, "contacts")
 	if err != nil {
 		return res, err
 	}
 
 	// Import, the CSV written as it is sent; the node's RSS sampled meanwhile.
-	before, err := scrapeRSS(ctx, hc, cfg.URL)
+	before, err := a.rss(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -113,13 +111,13 @@ func RunContacts(ctx context.Context, cfg ContactsConfig, stdout io.Writer) (Con
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
-			if v, err := scrapeRSS(ctx, hc, cfg.URL); err == nil {
+			if v, err := a.rss(ctx); err == nil {
 				peak = max(peak, v)
 			}
 		}
 	})
 	start := time.Now()
-	err = importContacts(ctx, hc, cfg.URL, key, cfg.Rows, "")
+	err = a.importContacts(ctx, cfg.Rows, "")
 	res.ImportSeconds = time.Since(start).Seconds()
 	close(stopSampling)
 	sampling.Wait()
@@ -133,7 +131,7 @@ func RunContacts(ctx context.Context, cfg ContactsConfig, stdout io.Writer) (Con
 	rng := rand.New(rand.NewPCG(1, 2))
 	search := func(term string) (time.Duration, error) {
 		t0 := time.Now()
-		r, err := get(ctx, hc, cfg.URL+"/contacts?search="+url.QueryEscape(term), key)
+		r, err := a.get(ctx, "/contacts?search="+url.QueryEscape(term))
 		if err != nil {
 			return 0, err
 		}
@@ -163,10 +161,10 @@ func RunContacts(ctx context.Context, cfg ContactsConfig, stdout io.Writer) (Con
 	res.NameP50MS, res.NameP99MS = ms(quantile(nameLat, 50)), ms(quantile(nameLat, 99))
 
 	// Export, counted as it streams.
-	req, _ := http.NewRequestWithContext(ctx, "GET", cfg.URL+"/contacts/export", nil)
-	req.Header.Set("X-API-Key", key)
+	req, _ := http.NewRequestWithContext(ctx, "GET", a.base+"/contacts/export", nil)
+	req.Header.Set("X-API-Key", a.key)
 	start = time.Now()
-	resp, err := hc.Do(req)
+	resp, err := a.hc.Do(req)
 	if err != nil {
 		return res, fmt.Errorf("export: %w", err)
 	}
@@ -185,19 +183,18 @@ func RunContacts(ctx context.Context, cfg ContactsConfig, stdout io.Writer) (Con
 	}
 	res.ExportRowsPerS = float64(cfg.Rows) / time.Since(start).Seconds()
 
-	fmt.Fprintf(stdout, "\ntuma bench contacts · %s · %d contacts\n\n", cfg.URL, cfg.Rows)
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "FIGURE", "RESULT", "TARGET")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "import over HTTP", fmt.Sprintf("%.0f rows/s (%.1f s)", res.ImportRowsPerS, res.ImportSeconds), "≥ 100,000 rows/s")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "server RSS growth during import", fmt.Sprintf("%.0f MB", res.RSSGrowthMB), "< 100 MB")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "search by phone fragment", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", res.PhoneP50MS, res.PhoneP99MS), "p99 ≤ 20 ms")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "search by name", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", res.NameP50MS, res.NameP99MS), "p99 ≤ 20 ms")
-	fmt.Fprintf(stdout, "%-34s %-28s %s\n", "export over HTTP", fmt.Sprintf("%.0f rows/s", res.ExportRowsPerS), "≥ 200,000 rows/s")
+	printFigures(stdout, fmt.Sprintf("tuma-lab bench contacts · %s · %d contacts", cfg.URL, cfg.Rows),
+		figure{"import over HTTP", fmt.Sprintf("%.0f rows/s (%.1f s)", res.ImportRowsPerS, res.ImportSeconds), "≥ 100,000 rows/s"},
+		figure{"server RSS growth during import", fmt.Sprintf("%.0f MB", res.RSSGrowthMB), "< 100 MB"},
+		figure{"search by phone fragment", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", res.PhoneP50MS, res.PhoneP99MS), "p99 ≤ 20 ms"},
+		figure{"search by name", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", res.NameP50MS, res.NameP99MS), "p99 ≤ 20 ms"},
+		figure{"export over HTTP", fmt.Sprintf("%.0f rows/s", res.ExportRowsPerS), "≥ 200,000 rows/s"})
 	return res, nil
 }
 
 // importContacts imports rows generated contacts (contactRow) as one CSV upload, written as
 // it is sent, into group when given.
-func importContacts(ctx context.Context, hc *http.Client, base, key string, rows int, group string) error {
+func (a *httpAccount) importContacts(ctx context.Context, rows int, group string) error {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
@@ -219,10 +216,10 @@ func importContacts(ctx context.Context, hc *http.Client, base, key string, rows
 		}
 		pw.CloseWithError(err)
 	}()
-	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/contacts/import", pr)
+	req, _ := http.NewRequestWithContext(ctx, "POST", a.base+"/contacts/import", pr)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("X-API-Key", key)
-	resp, err := hc.Do(req)
+	req.Header.Set("X-API-Key", a.key)
+	resp, err := a.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -235,80 +232,6 @@ func importContacts(ctx context.Context, hc *http.Client, base, key string, rows
 		return fmt.Errorf("import answered %d %s; want %d imported", resp.StatusCode, body, rows)
 	}
 	return nil
-}
-
-// register registers an account for a run and returns its API key and id.
-func register(ctx context.Context, hc *http.Client, base, label string) (key, id string, err error) {
-	email := fmt.Sprintf("bench-%s-%d@example.com", label, time.Now().UnixNano())
-	body, _ := json.Marshal(map[string]string{"email": email, "password": "Bench1234", "full_name": "Bench", "company_name": "Bench"})
-	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/auth/register", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", "", fmt.Errorf("register: %w", err)
-	}
-	defer resp.Body.Close()
-	var u struct {
-		APIKey string `json:"api_key"`
-		ID     string `json:"id"`
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 201 || json.Unmarshal(b, &u) != nil {
-		return "", "", fmt.Errorf("register answered %d %s (is TUMA_SIGNUP_LIMIT_PER_IP=0 on the node?)", resp.StatusCode, b)
-	}
-	return u.APIKey, u.ID, nil
-}
-
-func get(ctx context.Context, hc *http.Client, u, key string) ([]byte, error) {
-	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
-	req.Header.Set("X-API-Key", key)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("GET %s: %d %.200s", u, resp.StatusCode, b)
-	}
-	return b, err
-}
-
-// scrapeRSS reads the node's resident memory from /metrics.
-func scrapeRSS(ctx context.Context, hc *http.Client, base string) (float64, error) {
-	m, err := scrape(ctx, hc, base, metricRSS)
-	if err != nil {
-		return 0, err
-	}
-	return m[metricRSS], nil
-}
-
-// scrape reads the node's /metrics once and sums each named metric's samples; a metric with
-// no samples (a vector not used yet) is 0, but the process's RSS must be there.
-func scrape(ctx context.Context, hc *http.Client, base string, names ...string) (map[string]float64, error) {
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	want := make(map[string]bool, len(names))
-	for _, n := range names {
-		want[n] = true
-	}
-	samples, err := parseProm(b, want)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]float64, len(names))
-	for _, x := range samples {
-		out[x.name] += x.value
-	}
-	if _, ok := out[metricRSS]; want[metricRSS] && !ok {
-		return nil, fmt.Errorf("no %s in /metrics", metricRSS)
-	}
-	return out, nil
 }
 
 func quantile(ds []time.Duration, q float64) time.Duration {

@@ -1,5 +1,5 @@
-// tuma bench headline: the four figures of the engine's speed targets (issue 16), read from
-// `tuma bench` result files and printed next to their targets, each the median of its runs
+// tuma-lab bench headline: the four figures of the engine's speed targets (issue 16), read from
+// `tuma-lab bench` result files and printed next to their targets, each the median of its runs
 // with their spread.
 
 package bench

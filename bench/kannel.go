@@ -1,5 +1,5 @@
-// tuma bench kannel: the load side of the comparison with Kannel (bench/kannel.sh): Kannel's
-// sendsms interface driven the way tuma bench drives ours.
+// tuma-lab bench kannel: the load side of the comparison with Kannel (bench/kannel.sh): Kannel's
+// sendsms interface driven the way tuma-lab bench drives ours.
 
 package bench
 
@@ -18,8 +18,8 @@ import (
 	"time"
 )
 
-// KannelUsage introduces tuma bench kannel's flags.
-const KannelUsage = `usage: tuma bench kannel [flags]
+// KannelUsage introduces tuma-lab bench kannel's flags.
+const KannelUsage = `usage: tuma-lab bench kannel [flags]
 
 Sends through a Kannel smsbox's /cgi-bin/sendsms: --mode small sends 1-recipient messages from
 --clients clients for --duration; --mode bulk sends one message to --recipients numbers in one
@@ -34,7 +34,7 @@ type KannelConfig struct {
 	Offset              int // first number used (so runs do not repeat numbers)
 }
 
-// ParseKannelArgs reads tuma bench kannel's flags.
+// ParseKannelArgs reads tuma-lab bench kannel's flags.
 func ParseKannelArgs(args []string, stderr io.Writer) (KannelConfig, error) {
 	c := KannelConfig{URL: "http://127.0.0.1:13013", User: "tuma", Password: "bench", Mode: "small", Clients: 64,
 		Recipients: 10_000, Duration: 20 * time.Second}

@@ -13,12 +13,13 @@
 #   KANNEL_SKIP=1     Tuma's half only (no Kannel needed): for tuning Tuma between comparisons
 #   KANNEL_BULK_RUNS  Tuma's bulk messages, one after another, each printed (default 1)
 #
-# Needs: bin/tuma (make build), Kannel (apt-get install kannel), Node.js and npm, PostgreSQL
-# and Redis running.
+# Needs: bin/tuma and bin/tuma-lab (make build), Kannel (apt-get install kannel), Node.js and
+# npm, PostgreSQL and Redis running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=$PWD/bin/tuma
+LAB=$PWD/bin/tuma-lab
 DUR=${KANNEL_DURATION:-20s}
 BULK=${KANNEL_BULK:-10000}
 BINDS=${KANNEL_BINDS:-1}
@@ -32,7 +33,7 @@ need="node npm psql curl"
 for cmd in $need; do
 	command -v "$cmd" >/dev/null || { echo "kannel.sh: $cmd is missing" >&2; exit 2; }
 done
-[ -x "$BIN" ] || { echo "kannel.sh: build bin/tuma first (make build)" >&2; exit 2; }
+[ -x "$BIN" ] && [ -x "$LAB" ] || { echo "kannel.sh: build bin/tuma and bin/tuma-lab first (make build)" >&2; exit 2; }
 
 W=$(mktemp -d)
 pids=()
@@ -140,12 +141,12 @@ if [ "$SKIP" != 1 ]; then
 
 	echo "## Kannel $(bearerbox --version 2>&1 | sed -nE "s/.*version \`([^']+)'.*/\1/p") (bearerbox + smsbox)"
 	c0=$(cpu "$bb" "$sb"); s0=$(submits kannel); T0=$(date +%s.%N)
-	"$BIN" bench kannel --mode small --duration "$DUR"
+	"$LAB" bench kannel --mode small --duration "$DUR"
 	s1=$(drained kannel); took=$(echo "$(date +%s.%N) - $T0 - 1" | bc); c1=$(cpu "$bb" "$sb")
 	k_small_rate=$(echo "($s1 - $s0) / $took" | bc)
 	k_small_cpu=$(echo "($c1 - $c0) * 10000 / ($s1 - $s0)" | bc)
 	c0=$(cpu "$bb" "$sb"); s0=$(submits kannel); T0=$(date +%s.%N)
-	"$BIN" bench kannel --mode bulk --recipients "$BULK" --offset 50000000
+	"$LAB" bench kannel --mode bulk --recipients "$BULK" --offset 50000000
 	k_bulk=$(settle kannel $((s0 + BULK))); c1=$(cpu "$bb" "$sb")
 	k_bulk_cpu=$(echo "($c1 - $c0) * 10000 / $BULK" | bc)
 	kill -TERM "$sb" "$bb" 2>/dev/null || true
@@ -170,7 +171,7 @@ pg() { pgrep -x postgres | tr '\n' ' '; }
 
 echo "## Tuma $(git rev-parse --short HEAD 2>/dev/null || echo dev) (server + PostgreSQL)"
 c0=$(cpu "$tp" $(pg)); s0=$(submits tuma); T0=$(date +%s.%N)
-"$BIN" bench --url "http://127.0.0.1:$PORT" --admin-token "$TOKEN" --scenario small --duration "$DUR" | tail -4
+"$LAB" bench --url "http://127.0.0.1:$PORT" --admin-token "$TOKEN" --scenario small --duration "$DUR" | tail -4
 s1=$(drained tuma); took=$(echo "$(date +%s.%N) - $T0 - 1" | bc); c1=$(cpu "$tp" $(pg))
 t_small_rate=$(echo "($s1 - $s0) / $took" | bc)
 t_small_cpu=$(echo "($c1 - $c0) * 10000 / ($s1 - $s0)" | bc)

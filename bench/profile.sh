@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where a running node's CPU goes under `tuma bench --scenario small` (1-recipient sends):
+# Where a running node's CPU goes under `tuma-lab bench --scenario small` (1-recipient sends):
 # the CPU of the server, of PostgreSQL's backends and of the load tool, per accepted send;
 # a pprof CPU profile of the server; and, when the pg_stat_statements extension is loaded,
 # each statement's time and rows per send. The node must be on this machine, serve
@@ -51,7 +51,7 @@ accepted() {
 	curl -fsS "$URL/metrics" | awk '/^tuma_messages_accepted_total/ {s += $2} END {printf "%d\n", s}'
 }
 
-bin/tuma bench --url "$URL" --admin-token "$TOKEN" --scenario small --duration "$DURATION" >"$OUT/bench.txt" 2>&1 &
+bin/tuma-lab bench --url "$URL" --admin-token "$TOKEN" --scenario small --duration "$DURATION" >"$OUT/bench.txt" 2>&1 &
 bench=$!
 sleep $((secs / 4 + 3)) # past sign-up and warm-up
 read -r s0 p0 t0 < <(ticks)

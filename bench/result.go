@@ -16,6 +16,10 @@ import (
 	"time"
 )
 
+// resultTool marks a result file. It names the command as it was when the format began
+// (`tuma bench`, before the lab left the server binary), so older results still load.
+const resultTool = "tuma bench"
+
 // Result is one run: what the clients saw, what the server's counters say, and the facts
 // needed to compare it with another run. It is what --json writes.
 type Result struct {
@@ -151,7 +155,7 @@ type observed struct {
 // newResult summarises a run and checks its numbers against each other.
 func newResult(ctx context.Context, o observed) Result {
 	r := Result{
-		Tool: "tuma bench", RunID: o.runID, Scenario: o.cfg.Scenario, StartedAt: o.started.UTC(),
+		Tool: resultTool, RunID: o.runID, Scenario: o.cfg.Scenario, StartedAt: o.started.UTC(),
 		Config: o.cfg.flags(), Machine: machine(),
 	}
 	r.Commit, r.Dirty = gitCommit(ctx)
@@ -387,8 +391,8 @@ func ReadResult(path string) (Result, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return Result{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if r.Tool != "tuma bench" {
-		return Result{}, fmt.Errorf("%s is not a tuma bench result", path)
+	if r.Tool != resultTool {
+		return Result{}, fmt.Errorf("%s is not a tuma-lab bench result", path)
 	}
 	return r, nil
 }
@@ -411,7 +415,7 @@ func (r Result) print(w io.Writer) error {
 			commit += " (dirty)"
 		}
 	}
-	fmt.Fprintf(tw, "\ntuma bench · %s · %s · %s accounts · %s clients · %s · %s\n", r.Scenario, c["url"],
+	fmt.Fprintf(tw, "\ntuma-lab bench · %s · %s · %s accounts · %s clients · %s · %s\n", r.Scenario, c["url"],
 		c["accounts"], c["concurrency"], c["duration"], mode)
 	fmt.Fprintf(tw, "%s · %s · %s/%s · %d CPUs · %s\n\n", commit, r.Machine.Hostname, r.Machine.GOOS,
 		r.Machine.GOARCH, r.Machine.NumCPU, r.Machine.GoVersion)

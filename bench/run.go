@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	stopProgress()
 	if ferr != nil {
-		fmt.Fprintln(stderr, "tuma bench: final scrape:", ferr)
+		fmt.Fprintln(stderr, "tuma-lab bench: final scrape:", ferr)
 	}
 	var sample []time.Duration
 	var sampleErrs int

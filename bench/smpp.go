@@ -1,4 +1,4 @@
-// tuma bench smpp: one SMPP bind's submit rate against an SMSC in another process.
+// tuma-lab bench smpp: one SMPP bind's submit rate against an SMSC in another process.
 
 package bench
 
@@ -26,29 +26,32 @@ import (
 	"github.com/tuma-sms/tuma/carriers/smpp"
 )
 
-// SMPPUsage introduces tuma bench smpp's flags.
-const SMPPUsage = `usage: tuma bench smpp [flags]
+// SMPPUsage introduces tuma-lab bench smpp's flags.
+const SMPPUsage = `usage: tuma-lab bench smpp [flags]
 
 One bind_transceiver with a window of in-flight submit_sm against an SMSC in another process
-(by default a tuma smsc this command starts on a free loopback port), for a fixed time. Every
-submit asks for a receipt, which the SMSC sends and the bind acknowledges. Prints submit_sm/s,
-resp latency and the CPU per message of this process and of the SMSC it started.`
+(by default tuma smsc of the server binary --bin, started on a free loopback port), for a
+fixed time. Every submit asks for a receipt, which the SMSC sends and the bind acknowledges.
+Prints submit_sm/s, resp latency and the CPU per message of this process and of the SMSC it
+started.`
 
 // SMPPConfig is a run.
 type SMPPConfig struct {
-	Addr     string // an SMSC to bind to; empty starts tuma smsc
+	Addr     string // an SMSC to bind to; empty starts Bin's smsc command
+	Bin      string // the tuma server binary whose smsc command is started
 	Window   int
 	Duration time.Duration
 	JSON     bool
 }
 
-// ParseSMPPArgs reads tuma bench smpp's flags.
+// ParseSMPPArgs reads tuma-lab bench smpp's flags.
 func ParseSMPPArgs(args []string, stderr io.Writer) (SMPPConfig, error) {
 	c := SMPPConfig{Window: 100, Duration: 10 * time.Second}
 	fs := flag.NewFlagSet("bench smpp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintln(stderr, SMPPUsage); fs.PrintDefaults() }
 	fs.StringVar(&c.Addr, "addr", "", "host:port of an SMSC taking system_id tuma, password secret (empty: start tuma smsc)")
+	fs.StringVar(&c.Bin, "bin", "", "the tuma binary whose smsc command to start (default: tuma beside tuma-lab, else on PATH)")
 	fs.IntVar(&c.Window, "window", c.Window, "submit_sm in flight on the bind")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "how long to submit")
 	fs.BoolVar(&c.JSON, "json", false, "print the result as JSON")
@@ -80,7 +83,7 @@ func RunSMPP(ctx context.Context, c SMPPConfig, stdout io.Writer) (SMPPResult, e
 	res := SMPPResult{Window: c.Window}
 	smscPID := 0
 	if c.Addr == "" {
-		addr, pid, stop, err := startSMSC(ctx)
+		addr, pid, stop, err := startSMSC(ctx, c.Bin)
 		if err != nil {
 			return res, err
 		}
@@ -169,25 +172,24 @@ func RunSMPP(ctx context.Context, c SMPPConfig, stdout io.Writer) (SMPPResult, e
 	return res, nil
 }
 
-// startSMSC runs this binary's tuma smsc on a free loopback port.
-func startSMSC(ctx context.Context) (addr string, pid int, stop func(), err error) {
+// startSMSC runs bin's smsc command (tuma smsc) on a free loopback port.
+func startSMSC(ctx context.Context, bin string) (addr string, pid int, stop func(), err error) {
+	if bin == "" {
+		return "", 0, nil, errors.New("no tuma binary to start tuma smsc with (--bin, or --addr of a running SMSC)")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", 0, nil, err
 	}
 	addr = ln.Addr().String()
 	_ = ln.Close()
-	self, err := os.Executable()
-	if err != nil {
-		return "", 0, nil, err
-	}
-	cmd := exec.CommandContext(ctx, self, "smsc", "--addr", addr, "--fail-rate", "0")
+	cmd := exec.CommandContext(ctx, bin, "smsc", "--addr", addr, "--fail-rate", "0")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", 0, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", 0, nil, fmt.Errorf("start %s smsc: %w", filepath.Base(self), err)
+		return "", 0, nil, fmt.Errorf("start %s smsc: %w", filepath.Base(bin), err)
 	}
 	br := bufio.NewReader(out)
 	_, readErr := br.ReadString('\n') // "tuma smsc listening on …"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The second half of `make bench`: a short `tuma bench` of every scenario against a Tuma this
+# The second half of `make bench`: a short `tuma-lab bench` of every scenario against a Tuma this
 # script starts (built from this tree, on simulated networks, on a database of its own), then
 # one line per scenario. The throttled scenario gets a node of its own, its links capped.
 #
@@ -9,11 +9,12 @@
 #   BENCH_DATABASE_URL  its database (default postgres://postgres@127.0.0.1:5432/tuma_bench)
 #   HEADLINE_RUNS    runs of each headline measurement (default 3; 0 skips them)
 #
-# Compare two runs with: bin/tuma bench compare OLD/bulk.json NEW/bulk.json
+# Compare two runs with: bin/tuma-lab bench compare OLD/bulk.json NEW/bulk.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=bin/tuma
+LAB=bin/tuma-lab
 OUT=${BENCH_OUT:-bench/results}
 DURATION=${BENCH_DURATION:-10s}
 PORT=${BENCH_PORT:-18080}
@@ -73,7 +74,7 @@ failed=()
 run() {
 	local scenario=$1
 	shift
-	if ! "$BIN" bench --url "$URL" --admin-token "$TOKEN" --scenario "$scenario" --json "$OUT/$scenario.json" "$@"; then
+	if ! "$LAB" bench --url "$URL" --admin-token "$TOKEN" --scenario "$scenario" --json "$OUT/$scenario.json" "$@"; then
 		failed+=("$scenario")
 	fi
 }
@@ -93,11 +94,11 @@ if [ "$HEADLINE_RUNS" -gt 0 ]; then
 		run bulk --duration 10s --rate 10 --json "$OUT/headline/bulk-$i.json"
 	done
 	stop
-	"$BIN" bench headline "$OUT"/headline/*.json
+	"$LAB" bench headline "$OUT"/headline/*.json
 	echo
 fi
 
-echo "== tuma bench: every scenario against a node on simulated networks ($DURATION each)"
+echo "== tuma-lab bench: every scenario against a node on simulated networks ($DURATION each)"
 start open
 run bulk --duration "$DURATION"
 run small --duration "$DURATION"
@@ -110,8 +111,8 @@ run throttled --caps "$CAPS"
 stop
 
 echo
-echo "== Summary (results in $OUT; compare runs with bin/tuma bench compare)"
-"$BIN" bench summary "$OUT"/*.json
+echo "== Summary (results in $OUT; compare runs with bin/tuma-lab bench compare)"
+"$LAB" bench summary "$OUT"/*.json
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "bench: checks failed in: ${failed[*]} (see above)" >&2
 	exit 1

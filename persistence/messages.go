@@ -198,10 +198,7 @@ func (s *Store) countFromCounters(ctx context.Context, accountID uuid.UUID, stat
 
 // MessageByID returns one of the account's messages. Another account's id is ErrNotFound.
 func (s *Store) MessageByID(ctx context.Context, accountID, id uuid.UUID) (Message, error) {
-	where := `m.id = $1 AND m.account_id = $2`
-	if s.faults.CrossTenant { // a deliberate defect: the account is ignored
-		where = `m.id = $1 AND $2::uuid IS NOT NULL`
-	}
+	where := s.faults.messageFilter(`m.id = $1 AND m.account_id = $2`)
 	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM messages m JOIN jobs j ON j.id = m.job_id
 		WHERE `+where, id, accountID))
 	if errors.Is(err, pgx.ErrNoRows) {

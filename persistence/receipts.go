@@ -117,7 +117,7 @@ func (s *Store) flushReceipts(ctx context.Context, rb ReceiptBatch, copyRefs boo
 		res.Final = agg.final
 		res.Jobs = agg.progress()
 		res.Reused = agg.reused
-		res.Refunds, err = settle(ctx, tx, res.Jobs, s.faults.SkipRefunds)
+		res.Refunds, err = settle(ctx, tx, res.Jobs, s.faults)
 		return err
 	})
 	if err != nil {

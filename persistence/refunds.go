@@ -19,14 +19,14 @@ type refund struct{ cents, units int64 }
 // billed and not refunded, so sends that fail buy no cheaper tier). The wallet and daily-spend
 // rows, which accepts lock too, are locked last and held for this one round trip and the
 // commit: a group commit of sends waits for no more than that.
-func settle(ctx context.Context, tx pgx.Tx, jobs []JobProgress, skipWallets bool) ([]WalletSnapshot, error) {
+func settle(ctx context.Context, tx pgx.Tx, jobs []JobProgress, faults Faults) ([]WalletSnapshot, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
 	b := &pgx.Batch{}
 	queueProgressLog(b, jobs)
 	var snaps []WalletSnapshot
-	queueRefunds(b, jobs, skipWallets, &snaps)
+	queueRefunds(b, jobs, faults, &snaps)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("settle: %w", err)
 	}
@@ -34,7 +34,7 @@ func settle(ctx context.Context, tx pgx.Tx, jobs []JobProgress, skipWallets bool
 }
 
 // queueRefunds queues the refunds of failed messages; snaps receives the refunded wallets.
-func queueRefunds(b *pgx.Batch, jobs []JobProgress, skipWallets bool, snaps *[]WalletSnapshot) {
+func queueRefunds(b *pgx.Batch, jobs []JobProgress, faults Faults, snaps *[]WalletSnapshot) {
 	byAccount := map[uuid.UUID]*refund{}
 	var entryIDs, entryAccts, entryJobs []uuid.UUID
 	var entryAmounts, entryCounts []int64
@@ -64,7 +64,7 @@ func queueRefunds(b *pgx.Batch, jobs []JobProgress, skipWallets bool, snaps *[]W
 				AS u(id, account_id, amount, n, job_id, description)`,
 			entryIDs, entryAccts, entryAmounts, entryCounts, entryJobs, entryDescs)
 	}
-	if skipWallets { // the SkipRefunds fault: the drills must notice the ledger disagreeing
+	if faults.skipRefunds() {
 		clear(byAccount)
 	}
 	// Wallets before daily spend, each in account order, as accepts lock them: no deadlock.

@@ -21,14 +21,7 @@ type Options struct {
 	URL         string // postgres:// URL; the database it names is created when missing
 	MaxConns    int32  // size of the general pool; 0 keeps pgx's default
 	AcceptConns int32  // size of the pool kept for accepting sends (default 4)
-	Faults      Faults // deliberate defects, for the drills' own tests only
-}
-
-// Faults are deliberate defects a drill turns on to prove it notices them. Only binaries
-// built with -tags faults let the configuration set them.
-type Faults struct {
-	SkipRefunds bool // refunds are written to the ledger but never returned to the wallet
-	CrossTenant bool // MessageByID finds any account's message (the security drill's cross-tenant probes)
+	Faults      Faults // deliberate defects, for the drills' own tests only (faults_on.go)
 }
 
 // Store is the PostgreSQL store. It is safe for concurrent use.

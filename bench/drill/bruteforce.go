@@ -27,17 +27,14 @@ const (
 // 429 with Retry-After right after its budget (allowing what refills while the drill runs),
 // not before, and a locked door stays locked for the right answer too.
 func (s *secState) bruteForce(ctx context.Context) error {
-	n, err := s.r.node("security-limits", s.env(map[string]string{
+	n, err := s.startNode(ctx, "security-limits", map[string]string{
 		"TUMA_SIGNUP_LIMIT_PER_IP":       strconv.Itoa(bfSignups),
 		"TUMA_LOGIN_ATTEMPTS_PER_MINUTE": strconv.Itoa(bfLogins),
 		"TUMA_AUTH_LIMIT_PER_IP":         strconv.Itoa(bfAuth),
 		"TUMA_CODE_ATTEMPTS_PER_DAY":     strconv.Itoa(bfCodesDay),
 		"TUMA_EMAILS_PER_HOUR":           strconv.Itoa(bfMails),
-	}))
+	})
 	if err != nil {
-		return err
-	}
-	if _, err := n.start(ctx); err != nil {
 		return err
 	}
 	p := newProber(n.base, s.audit, s.r.secrets)
@@ -135,11 +132,11 @@ func (s *secState) codeBrute(ctx context.Context, p *prober, t *tenant) error {
 		if r.status != 200 {
 			return "", r
 		}
-		m, err := s.sink.wait(ctx, t.email, "verification code", 30*time.Second)
+		m, err := s.sink.Wait(ctx, t.email, "verification code", 30*time.Second)
 		if err != nil {
 			return "", reply{err: err}
 		}
-		code := mailCodeRE.FindString(m.subject)
+		code := mailCodeRE.FindString(m.Subject)
 		s.r.secrets.add("verification code", code)
 		return code, r
 	}

@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,9 +13,9 @@ import (
 	"time"
 )
 
-// Config is one `tuma drill` run.
+// Config is one `tuma-lab drill` or `tuma-lab security` run.
 type Config struct {
-	Bin         string   // the tuma binary the drills start (default: this executable)
+	Bin         string   // the tuma server binary the run starts (required)
 	Only        []string // drills to run, in the suite's order (default: all)
 	Short       bool     // CI-sized figures
 	JSON        string   // write machine-readable results here
@@ -26,7 +27,7 @@ type Config struct {
 	Keep        bool     // keep the databases and the work folder (logs)
 	WorkDir     string   // where logs go (default: a new temporary folder)
 	Seed        uint64   // the random moments of kills (0: from the clock)
-	Govulncheck bool     // the security drill runs govulncheck on the source tree
+	Govulncheck bool     // the security checks run govulncheck (GovulncheckModule) on the source tree
 	Source      string   // the module's folder, for govulncheck (default: the working directory)
 	Progress    io.Writer
 }
@@ -53,7 +54,7 @@ type Sizes struct {
 	ShutdownLoad     time.Duration // load before SIGTERM
 }
 
-// FullSizes are the figures of `tuma drill` (make drills).
+// FullSizes are the figures of `tuma-lab drill` (make drills).
 var FullSizes = Sizes{
 	CrashMessages: 200_000, CrashKills: 20, CrashCampaign: 100_000,
 	BacklogMessages: 1_000_000, BacklogJobs: 5_000, BacklogTenants: 50, BacklogKills: 20,
@@ -62,7 +63,7 @@ var FullSizes = Sizes{
 	SlowLoad: 40 * time.Second, Storm: 15 * time.Second, StormAcceptP99: 2 * time.Second, ShutdownLoad: 5 * time.Second,
 }
 
-// ShortSizes are the figures of `tuma drill --short` (CI).
+// ShortSizes are the figures of `tuma-lab drill --short` (CI).
 var ShortSizes = Sizes{
 	CrashMessages: 20_000, CrashKills: 3, CrashCampaign: 20_000,
 	BacklogMessages: 50_000, BacklogJobs: 500, BacklogTenants: 10, BacklogKills: 3,
@@ -79,24 +80,73 @@ func (c Config) Sizes() Sizes {
 	return FullSizes
 }
 
-// Names lists every drill in the order `tuma drill` runs them. security runs last: it reads
-// the logs of every node the run started.
+// Names lists everything `tuma-lab drill` runs, in its order: the reliability drills, then the
+// security checks, which read the logs of every node the run started.
 func Names() []string {
-	return []string{"crash", "backlog", "deps", "overload", "shutdown", "security"}
+	return []string{"crash", "backlog", "deps", "overload", "shutdown", security}
 }
 
-// Usage is the help of `tuma drill`.
-const Usage = `usage: tuma drill [flags]
+// security names the security checks among the drills (--only security, the table's rows).
+const security = "security"
 
-Runs reliability drills against the real tuma binary on real PostgreSQL and Redis, each in
-its own database, and prints one table: drill, check, figure, target, PASS/FAIL.
+// GovulncheckModule is the govulncheck the security checks run: pinned, so a run checks the
+// same way until someone moves the pin (go list -m -versions golang.org/x/vuln).
+const GovulncheckModule = "golang.org/x/vuln/cmd/govulncheck@v1.9.0"
 
-drills: crash, backlog, deps, overload, shutdown, security (all by default)
+// Usage is the help of `tuma-lab drill`.
+const Usage = `usage: tuma-lab drill [flags]
+
+Starts tuma nodes of its own (--bin) on loopback, each on its own database of a real
+PostgreSQL and a real Redis, and runs against them:
+
+  reliability drills  crash, backlog, deps, overload, shutdown: kill -9, a backlog of a
+                      million, stores and networks down or slow, request storms, SIGTERM
+  security checks     security: see tuma-lab security -h; last, as they read every log of
+                      the run
+
+All by default (--only to choose). Prints one table: drill, check, figure, target, PASS/FAIL.
 
 flags:`
 
-// ParseArgs reads the flags of `tuma drill`. lookup reads the environment.
+// SecurityUsage is the help of `tuma-lab security`.
+const SecurityUsage = `usage: tuma-lab security [flags]
+
+The security checks alone. They start two tuma nodes of their own (--bin) on loopback and
+probe only those, never another host: every operation of the node's /openapi.json without
+credentials, with bad ones, with another tenant's and as a suspended account; oversized,
+malformed, mistyped and hostile input (SQL, markup, NUL, 100 KB strings) in every field;
+brute force on the sign-up, login, code and mail budgets; the API documents' exposure; every
+log searched for every secret used; and govulncheck on the source:
+go run ` + GovulncheckModule + `.
+
+Prints one table: check, figure, target, PASS/FAIL.
+
+flags:`
+
+// ParseArgs reads the flags of `tuma-lab drill`. lookup reads the environment.
 func ParseArgs(args []string, lookup func(string) (string, bool), stderr io.Writer) (Config, error) {
+	var only string
+	c, err := parse("drill", Usage, args, lookup, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&only, "only", "", "comma-separated drills to run (default: all)")
+	})
+	if err != nil {
+		return c, err
+	}
+	if c.Only, err = parseOnly(only); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// ParseSecurityArgs reads the flags of `tuma-lab security`: those of drill but --only.
+func ParseSecurityArgs(args []string, lookup func(string) (string, bool), stderr io.Writer) (Config, error) {
+	c, err := parse("security", SecurityUsage, args, lookup, stderr, func(*flag.FlagSet) {})
+	c.Only = []string{security}
+	return c, err
+}
+
+// parse reads the flags drill and security share, and those more adds.
+func parse(name, usage string, args []string, lookup func(string) (string, bool), stderr io.Writer, more func(*flag.FlagSet)) (Config, error) {
 	env := func(k, def string) string {
 		if v, ok := lookup(k); ok && v != "" {
 			return v
@@ -104,17 +154,16 @@ func ParseArgs(args []string, lookup func(string) (string, bool), stderr io.Writ
 		return def
 	}
 	var c Config
-	var only string
-	fs := flag.NewFlagSet("drill", flag.ContinueOnError)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, Usage)
+		fmt.Fprintln(stderr, usage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&only, "only", "", "comma-separated drills to run (default: all)")
+	more(fs)
 	fs.BoolVar(&c.Short, "short", false, "CI-sized figures (see README: Reliability)")
 	fs.StringVar(&c.JSON, "json", "", "write the results to this file as JSON")
-	fs.StringVar(&c.Bin, "bin", "", "the tuma binary to drill (default: this executable)")
+	fs.StringVar(&c.Bin, "bin", "", "the tuma server binary to start (default: tuma beside tuma-lab, else on PATH)")
 	fs.StringVar(&c.DatabaseURL, "database-url", env("TUMA_DRILL_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"PostgreSQL server the drills create their own databases on (env TUMA_DRILL_DATABASE_URL)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("TUMA_DRILL_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis the drills share, each with its own key prefix (env TUMA_DRILL_REDIS_URL)")
@@ -124,17 +173,13 @@ func ParseArgs(args []string, lookup func(string) (string, bool), stderr io.Writ
 	fs.BoolVar(&c.Keep, "keep", false, "keep the drills' databases and logs")
 	fs.StringVar(&c.WorkDir, "work-dir", "", "folder for the nodes' logs (default: a temporary folder, removed when every drill passes)")
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed of the random kill moments (0: from the clock)")
-	fs.BoolVar(&c.Govulncheck, "govulncheck", true, "the security drill runs govulncheck on the source (go run golang.org/x/vuln/cmd/govulncheck@latest)")
+	fs.BoolVar(&c.Govulncheck, "govulncheck", true, "the security checks run govulncheck on the source (go run "+GovulncheckModule+")")
 	fs.StringVar(&c.Source, "source", "", "module folder govulncheck scans (default: the working directory)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
-	var err error
-	if c.Only, err = parseOnly(only); err != nil {
-		return c, err
 	}
 	return c, nil
 }
@@ -163,11 +208,7 @@ func parseOnly(s string) ([]string, error) {
 // resolve fills the defaults that need the file system.
 func (c *Config) resolve() error {
 	if c.Bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("find this executable (use --bin): %w", err)
-		}
-		c.Bin = exe
+		return errors.New("no tuma binary to start (--bin)")
 	}
 	if _, err := os.Stat(c.Bin); err != nil {
 		return fmt.Errorf("tuma binary: %w", err)

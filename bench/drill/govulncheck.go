@@ -22,15 +22,15 @@ type vulnResult struct {
 	took time.Duration
 }
 
-// startGovulncheck runs `go run golang.org/x/vuln/cmd/govulncheck@latest ./...` on the source
-// in the background, while the probes run.
+// startGovulncheck runs `go run GovulncheckModule ./...` on the source in the background,
+// while the probes run.
 func startGovulncheck(ctx context.Context, dir string, limit time.Duration) <-chan vulnResult {
 	ch := make(chan vulnResult, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, "go", "run", "golang.org/x/vuln/cmd/govulncheck@latest", "./...")
+		cmd := exec.CommandContext(ctx, "go", "run", GovulncheckModule, "./...")
 		cmd.Dir = dir
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out

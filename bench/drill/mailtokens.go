@@ -3,8 +3,16 @@ package drill
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
+)
+
+// What the drill reads out of mails.
+var (
+	mailCodeRE  = regexp.MustCompile(`\b\d{6}\b`)
+	mailLinkRE  = regexp.MustCompile(`[?&]token=(ev_[A-Za-z0-9_%-]+)`)
+	mailResetRE = regexp.MustCompile(`pr_[A-Za-z0-9_-]{20,}`)
 )
 
 // mailFlows follows the emailed secrets through: a verification link, a verification code and
@@ -22,9 +30,9 @@ func (s *secState) mailFlows(ctx context.Context) {
 	}
 
 	// The link of a's registration mail verifies once.
-	if m, err := s.sink.wait(ctx, s.a.email, "Confirm your email", 30*time.Second); err != nil {
+	if m, err := s.sink.Wait(ctx, s.a.email, "Confirm your email", 30*time.Second); err != nil {
 		v.fail(err.Error())
-	} else if tok := mailLinkRE.FindStringSubmatch(m.text); tok == nil {
+	} else if tok := mailLinkRE.FindStringSubmatch(m.Text); tok == nil {
 		v.fail("no verification link in the registration mail")
 	} else {
 		s.r.secrets.add("verification link token", tok[1])
@@ -35,10 +43,10 @@ func (s *secState) mailFlows(ctx context.Context) {
 
 	// A code sent to b verifies once.
 	check(preq{method: "POST", path: "/auth/send-verification-code", headers: s.b.apiKey(), label: "send a code"}, 200, nil, "200")
-	if m, err := s.sink.wait(ctx, s.b.email, "verification code", 30*time.Second); err != nil {
+	if m, err := s.sink.Wait(ctx, s.b.email, "verification code", 30*time.Second); err != nil {
 		v.fail(err.Error())
-	} else if code := mailCodeRE.FindString(m.subject); code == "" {
-		v.fail("no code in the subject " + m.subject)
+	} else if code := mailCodeRE.FindString(m.Subject); code == "" {
+		v.fail("no code in the subject " + m.Subject)
 	} else {
 		s.r.secrets.add("verification code", code)
 		body := mustJSON(map[string]string{"code": code})
@@ -51,9 +59,9 @@ func (s *secState) mailFlows(ctx context.Context) {
 	// A reset token changes a's password once and ends a's sessions.
 	check(preq{method: "POST", path: "/auth/forgot-password", body: mustJSON(map[string]string{"email": s.a.email}),
 		ctype: "application/json", label: "forgot password"}, 200, nil, "200")
-	if m, err := s.sink.wait(ctx, s.a.email, "Reset your", 30*time.Second); err != nil {
+	if m, err := s.sink.Wait(ctx, s.a.email, "Reset your", 30*time.Second); err != nil {
 		v.fail(err.Error())
-	} else if tok := mailResetRE.FindString(m.text); tok == "" {
+	} else if tok := mailResetRE.FindString(m.Text); tok == "" {
 		v.fail("no reset token in the reset mail")
 	} else {
 		s.r.secrets.add("reset token", tok)

@@ -25,9 +25,21 @@ type Row struct {
 	Reason string   `json:"reason,omitempty"` // why it failed
 }
 
-// DrillResult is one drill's rows.
+// verdict is the row's RESULT: PASS, info (a figure without a target) or FAIL with the reason.
+func (row Row) verdict() string {
+	switch {
+	case row.Target == "" && row.Pass:
+		return "info"
+	case !row.Pass:
+		return "FAIL: " + row.Reason
+	}
+	return "PASS"
+}
+
+// DrillResult is one drill's rows, or the security checks'.
 type DrillResult struct {
 	Name    string  `json:"name"`
+	Kind    string  `json:"kind"` // "reliability" or "security"
 	Pass    bool    `json:"pass"`
 	Seconds float64 `json:"seconds"`
 	Rows    []Row   `json:"rows"`
@@ -89,14 +101,7 @@ func (r *recorder) add(row Row) {
 	r.mu.Lock()
 	r.rows = append(r.rows, row)
 	r.mu.Unlock()
-	verdict := "PASS"
-	switch {
-	case row.Target == "" && row.Pass:
-		verdict = "info"
-	case !row.Pass:
-		verdict = "FAIL: " + row.Reason
-	}
-	r.logf("%s = %s (target %s) %s", row.Check, row.Figure, orDash(row.Target), verdict)
+	r.logf("%s = %s (target %s) %s", row.Check, row.Figure, orDash(row.Target), row.verdict())
 }
 
 // check records a row whose verdict is ok; reason says why when it is not.
@@ -144,7 +149,7 @@ func (r *recorder) logf(format string, a ...any) {
 func (r *recorder) result(took time.Duration) DrillResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	d := DrillResult{Name: r.drill, Pass: true, Seconds: took.Seconds(), Rows: append([]Row(nil), r.rows...)}
+	d := DrillResult{Name: r.drill, Kind: kind(r.drill), Pass: true, Seconds: took.Seconds(), Rows: append([]Row(nil), r.rows...)}
 	for _, row := range d.Rows {
 		d.Pass = d.Pass && row.Pass
 	}
@@ -161,34 +166,46 @@ func orDash(s string) string {
 	return s
 }
 
-// Print writes the report as a table.
+// kind tells the security checks from the reliability drills.
+func kind(name string) string {
+	if name == security {
+		return "security"
+	}
+	return "reliability"
+}
+
+// Print writes the report as a table: the reliability drills, then the security checks under
+// their own header.
 func (r Report) Print(w io.Writer) error {
 	mode := "full"
 	if r.Short {
 		mode = "short"
 	}
-	fmt.Fprintf(w, "\ntuma drill · %s · %s · %s · %s CPUs · %s\n", mode, r.Binary, r.Machine["hostname"], r.Machine["cpus"], r.Machine["go"])
+	fmt.Fprintf(w, "\n%s · %s · %s · %s · %s CPUs · %s\n", r.Tool, mode, r.Binary, r.Machine["hostname"], r.Machine["cpus"], r.Machine["go"])
 	if r.Faults != "" {
 		fmt.Fprintf(w, "faults injected: %s\n", r.Faults)
 	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DRILL\tCHECK\tFIGURE\tTARGET\tRESULT")
-	for _, d := range r.Drills {
-		for _, row := range d.Rows {
-			verdict := "PASS"
-			switch {
-			case row.Target == "" && row.Pass:
-				verdict = "info"
-			case !row.Pass:
-				verdict = "FAIL: " + row.Reason
+	for _, k := range []struct{ kind, header, total string }{
+		{"reliability", "DRILL", "(drill)"}, {"security", "SECURITY", "(checks)"},
+	} {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		headed := false
+		for _, d := range r.Drills {
+			if kind(d.Name) != k.kind {
+				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Name, row.Check, oneLine(row.Figure), orDash(row.Target), oneLine(verdict))
+			if !headed {
+				fmt.Fprintf(tw, "\n%s\tCHECK\tFIGURE\tTARGET\tRESULT\n", k.header)
+				headed = true
+			}
+			for _, row := range d.Rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Name, row.Check, oneLine(row.Figure), orDash(row.Target), oneLine(row.verdict()))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f s\t\t%s\n", d.Name, k.total, d.Seconds, passWord(d.Pass))
 		}
-		fmt.Fprintf(tw, "%s\t(drill)\t%.0f s\t\t%s\n", d.Name, d.Seconds, passWord(d.Pass))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(w, "\n%s in %s", passWord(r.Pass), (time.Duration(r.Seconds) * time.Second).String())
 	if r.WorkDir != "" {

@@ -8,11 +8,13 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"time"
 )
 
-// runner is one `tuma drill` run: its configuration, work folder and what every drill shares.
+// runner is one `tuma-lab drill` or `tuma-lab security` run: its configuration, work folder
+// and what every drill shares.
 type runner struct {
 	cfg       Config
 	sizes     Sizes
@@ -37,7 +39,7 @@ func drills() map[string]drillFunc {
 		"deps":     depsDrill,
 		"overload": overloadDrill,
 		"shutdown": shutdownDrill,
-		"security": securityDrill,
+		security:   securityDrill,
 	}
 }
 
@@ -66,7 +68,11 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) (Report, error) {
 	}
 	r.secrets.add("admin token", adminToken)
 
-	rep := Report{Tool: "tuma drill", StartedAt: time.Now().UTC(), Short: cfg.Short, Faults: cfg.Faults,
+	tool := "tuma-lab drill"
+	if slices.Equal(cfg.Only, []string{security}) {
+		tool = "tuma-lab security"
+	}
+	rep := Report{Tool: tool, StartedAt: time.Now().UTC(), Short: cfg.Short, Faults: cfg.Faults,
 		Binary: cfg.Bin, Machine: machine(), Sizes: r.sizes, Pass: true}
 	r.logf("run %s (seed %d): %v, logs in %s", r.id, seed, cfg.Only, r.work)
 	all := drills()

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"mime/multipart"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/bench/smtpsink"
 )
 
 // securityDrill probes every operation of the node's own /openapi.json: without credentials
@@ -31,25 +35,27 @@ func securityDrill(ctx context.Context, r *runner, rec *recorder) error {
 	if r.cfg.Govulncheck {
 		vuln = startGovulncheck(ctx, r.cfg.Source, govulncheckLimit)
 	}
-	sink, err := newSMTPSink()
+	// Without a mail server a development node writes every email in full to its log
+	// (verification links, codes and reset tokens, by design: README, Email), and the log scan
+	// would find the very secrets the drill asked for. With the sink, mail leaves the node as it
+	// would in production, the drill reads the codes and tokens from the mails, and every line
+	// of every log is scanned with no exception.
+	sink, err := smtpsink.Listen("127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	defer sink.close()
+	defer sink.Close()
 	s := &secState{r: r, rec: rec, sink: sink, audit: newAudit(), paySecret: "sk_test_drill_" + randomHex(16)}
 	r.secrets.add("payment secret", s.paySecret)
 	r.secrets.add("jwt secret", r.jwtSecret)
-	if s.n, err = r.node("security", s.env(map[string]string{
+	if s.n, err = s.startNode(ctx, "security", map[string]string{
 		"TUMA_MAX_BODY_BYTES": strconv.Itoa(probeBodyLimit),
 		"TUMA_PPROF":          "true", // so /debug/pprof is probed behind the admin token, not merely off
 		// This node is for probes, not limits (the second node's job): budgets out of the way.
 		"TUMA_LOGIN_ATTEMPTS_PER_MINUTE":  "1000000",
 		"TUMA_EMAILS_PER_HOUR":            "10000",
 		"TUMA_DELIVERY_CHECKS_PER_MINUTE": "0",
-	})); err != nil {
-		return err
-	}
-	if _, err := s.n.start(ctx); err != nil {
+	}); err != nil {
 		return err
 	}
 	if s.doc, err = loadAPIDoc(ctx, s.n.c); err != nil {
@@ -99,7 +105,7 @@ type secState struct {
 	doc       *apiDoc
 	p         *prober
 	audit     *audit
-	sink      *smtpSink
+	sink      *smtpsink.Sink
 	gen       sampler
 	paySecret string
 	// a and b probe each other; s is suspended; inj takes the hostile input.
@@ -116,12 +122,40 @@ type secTenant struct {
 	accessCodesIssued []string // checkouts its probes opened, to render afterwards
 }
 
-// env is the environment of the drill's nodes: mail goes to the sink (see smtpSink), the
+// startNode starts one of the security checks' nodes. The probes are hostile by design, so
+// they go only to a node this run started itself, listening on loopback.
+func (s *secState) startNode(ctx context.Context, name string, extra map[string]string) (*node, error) {
+	n, err := s.r.node(name, s.env(extra))
+	if err != nil {
+		return nil, err
+	}
+	if err := onLoopback(n.base); err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	if _, err := n.start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// onLoopback refuses a base URL whose host is not a loopback IP address.
+func onLoopback(base string) error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s is not on loopback: the security checks probe only nodes they start on this machine", base)
+	}
+	return nil
+}
+
+// env is the environment of the drill's nodes: mail goes to the sink (see securityDrill), the
 // access log is on so the log scan sees what a production node logs for each request, and
 // the payment secret is the drill's own, so it can sign webhooks and look for the secret.
 func (s *secState) env(extra map[string]string) map[string]string {
 	env := map[string]string{
-		"TUMA_SMTP_URL":           s.sink.url(),
+		"TUMA_SMTP_URL":           s.sink.URL(),
 		"TUMA_ACCESS_LOG":         "true",
 		"TUMA_PAYMENT_SECRET_KEY": s.paySecret,
 	}

@@ -28,6 +28,7 @@ var importRules = []struct {
 	{"transport/payments", []string{"transport/api", "actors"}, "adapters to the outside are used by the front door, not the other way"},
 	{"transport", []string{"bench", "cmd"}, "the front door is wired by cmd, never the reverse"},
 	{"bench/drill", []string{"actors", "persistence", "transport", "carriers", "cmd"}, "drills see a node only as an operator does: over HTTP and its database"},
+	{"cmd/tuma", []string{"bench"}, "the server binary links none of the lab (cmd/tuma-lab does)"},
 	{"migrations", []string{"actors", "persistence", "transport", "carriers", "bench", "cmd"}, "SQL files, embedded"},
 }
 
@@ -80,6 +81,9 @@ func violations(pkgs map[string]map[string]bool) []string {
 			if within(imp, "cmd") && !within(pkg, "cmd") {
 				out = append(out, pkg+" imports "+imp+": nothing imports cmd")
 			}
+			if within(imp, "bench") && !within(pkg, "bench") && pkg != "cmd/tuma-lab" {
+				out = append(out, pkg+" imports "+imp+": only the lab binary, cmd/tuma-lab, imports bench")
+			}
 			for _, r := range importRules {
 				if !within(pkg, r.pkg) {
 					continue
@@ -111,12 +115,14 @@ func TestImportRulesCatchViolations(t *testing.T) {
 	for _, bad := range [][2]string{
 		{"persistence/redis", "transport/api"}, {"actors", "transport/api"}, {"carriers/sim", "actors"},
 		{"transport/mail", "transport/api"}, {"bench/drill", "persistence"}, {"persistence", "cmd/tuma/app"},
+		{"cmd/tuma", "bench"}, {"cmd/tuma", "bench/drill"}, {"cmd/tuma/app", "bench/smtpsink"}, {"actors", "bench/smtpsink"},
 	} {
 		if v := violations(map[string]map[string]bool{bad[0]: {bad[1]: true}}); len(v) == 0 {
 			t.Errorf("%s importing %s passes the rules", bad[0], bad[1])
 		}
 	}
-	for _, ok := range [][2]string{{"actors", "persistence"}, {"transport/api", "actors"}, {"actors/simlink", "actors"}, {"cmd/tuma", "bench"}} {
+	for _, ok := range [][2]string{{"actors", "persistence"}, {"transport/api", "actors"}, {"actors/simlink", "actors"},
+		{"cmd/tuma-lab", "bench"}, {"cmd/tuma-lab", "bench/drill"}, {"bench/drill", "bench/smtpsink"}} {
 		if v := violations(map[string]map[string]bool{ok[0]: {ok[1]: true}}); len(v) > 0 {
 			t.Errorf("%s importing %s is refused: %v", ok[0], ok[1], v)
 		}

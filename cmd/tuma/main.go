@@ -1,12 +1,12 @@
 // Command tuma runs the Tuma bulk SMS platform.
 //
-//	tuma [serve]   run the service (default)
+//	tuma [serve]   run the service (default); serve --banner prints where it is reached
 //	tuma migrate   apply database migrations and exit
 //	tuma config    print the effective configuration, secrets redacted
 //	tuma version   print the version
-//	tuma bench     drive a running Tuma with load and measure it (see bench.Usage)
-//	tuma drill     run the reliability drills against this binary (see drill.Usage)
 //	tuma smsc      run an SMPP 3.4 SMSC simulator (tuma smsc -h)
+//
+// The load tests and drills are another binary, cmd/tuma-lab: none of them is linked here.
 package main
 
 import (
@@ -17,11 +17,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
-	"github.com/tuma-sms/tuma/bench"
-	"github.com/tuma-sms/tuma/bench/drill"
 	"github.com/tuma-sms/tuma/cmd/tuma/app"
 )
 
@@ -54,15 +51,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	case "help", "--help", "-h":
 		_, err := fmt.Fprintln(stdout, usage)
 		return err
-	case "bench": // a client of a running node: no server configuration
-		return runBench(ctx, args[1:], stdout, stderr, lookup)
-	case "drill": // starts nodes of its own: no server configuration
-		return runDrill(ctx, args[1:], stdout, stderr, lookup)
+	case "bench", "drill":
+		return fmt.Errorf("%s moved to the lab binary: tuma-lab %s (make build puts it in bin/)", cmd, cmd)
 	case "smsc": // a network of its own: no server configuration
 		return runSMSC(ctx, args[1:], stdout, stderr)
 	case "serve", "migrate":
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	}
+	var banner bool
+	if cmd == "serve" && len(args) > 1 {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		fs.BoolVar(&banner, "banner", false, "print where the node is reached once it listens (make run)")
+		if err := fs.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+		}
 	}
 
 	cfg, err := app.LoadConfig(lookup)
@@ -87,115 +97,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	if err != nil {
 		return err
 	}
+	if banner {
+		public, _ := lookup("TUMA_PUBLIC_URL")
+		if public != "" {
+			public = cfg.PublicURL
+		}
+		if err := printBanner(stdout, public, a.Addr(), a.InternalAddr()); err != nil {
+			return err
+		}
+	}
 	return a.Run(ctx)
-}
-
-// runBench is `tuma bench [compare|summary] …`.
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
-	if len(args) > 0 && args[0] == "summary" {
-		if len(args) < 2 {
-			return errors.New("summary needs result files: tuma bench summary bench/results/*.json")
-		}
-		return bench.Summary(args[1:], stdout)
-	}
-	if len(args) > 0 && args[0] == "headline" {
-		if len(args) < 2 {
-			return errors.New("headline needs result files of small and bulk runs: tuma bench headline bench/results/headline/*.json")
-		}
-		return bench.Headline(args[1:], stdout)
-	}
-	if len(args) > 0 && args[0] == "contacts" {
-		cfg, err := bench.ParseContactsArgs(args[1:], lookup, stderr)
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		_, err = bench.RunContacts(ctx, cfg, stdout)
-		return err
-	}
-	if len(args) > 0 && args[0] == "kannel" {
-		cfg, err := bench.ParseKannelArgs(args[1:], stderr)
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return bench.RunKannel(ctx, cfg, stdout)
-	}
-	if len(args) > 0 && args[0] == "smpp" {
-		cfg, err := bench.ParseSMPPArgs(args[1:], stderr)
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		_, err = bench.RunSMPP(ctx, cfg, stdout)
-		return err
-	}
-	if len(args) > 0 && args[0] == "campaign" {
-		cfg, err := bench.ParseCampaignArgs(args[1:], lookup, stderr)
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		_, err = bench.RunCampaign(ctx, cfg, stdout)
-		return err
-	}
-	if len(args) > 0 && args[0] == "compare" {
-		opts, err := bench.ParseCompareArgs(args[1:], stderr)
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return bench.Compare(opts, stdout)
-	}
-	cfg, err := bench.ParseArgs(args, lookup, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return bench.Run(ctx, cfg, stdout, stderr)
-}
-
-// runDrill is `tuma drill …`: it fails when any check fails.
-func runDrill(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
-	cfg, err := drill.ParseArgs(args, lookup, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	cfg.Progress = stderr
-	rep, err := drill.Run(ctx, cfg, stdout)
-	if err != nil {
-		return err
-	}
-	if !rep.Pass {
-		return fmt.Errorf("drills failed:\n  %s", strings.Join(rep.Failed(), "\n  "))
-	}
-	return nil
 }
 
 const usage = `usage: tuma [command]
 
 commands:
-  serve     run the service (default)
+  serve     run the service (default); serve --banner prints where it is reached once listening
   migrate   apply database migrations and exit
   config    print the effective configuration, secrets redacted
   version   print the version
-  bench     load-test a running Tuma over HTTP; tuma bench -h for its flags
-  drill     reliability drills (kill -9, outages, overload, probes); tuma drill -h for its flags
   smsc      an SMPP 3.4 SMSC simulator for TUMA_CARRIERS=smpp; tuma smsc -h for its flags
 
-Configuration comes from TUMA_* environment variables; see README.md.`
+Configuration comes from TUMA_* environment variables; see README.md. Load tests, drills
+and security checks are the lab's: tuma-lab -h.`

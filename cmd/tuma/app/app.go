@@ -173,7 +173,7 @@ func (a *App) Run(ctx context.Context) error {
 		case err = <-a.lockLost:
 		}
 	}
-	if a.cfg.Faults.has("abrupt-shutdown") { // a deliberate defect: exit at once, nothing drained
+	if a.cfg.Faults.abruptShutdown() { // a deliberate defect: exit at once, nothing drained
 		return err
 	}
 	a.log.Info("shutting down", slog.Duration("timeout", a.cfg.ShutdownTimeout))

@@ -1,5 +1,6 @@
 // Faults: deliberate defects the drills turn on in their own tests, to prove each drill
-// notices what it checks for. Only a binary built with -tags faults accepts them.
+// notices what it checks for. Only a binary built with -tags faults accepts them: it
+// translates them into each layer's Faults in faults_on.go; faults_off.go has only zero values.
 
 package app
 
@@ -7,9 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/tuma-sms/tuma/persistence"
-	"github.com/tuma-sms/tuma/transport/api"
 )
 
 // faultNames are the defects TUMA_FAULTS may name.
@@ -37,12 +35,3 @@ func (f *Faults) parse(v string) error {
 }
 
 func (f Faults) String() string { return strings.Join(f, ",") }
-
-func (f Faults) has(name string) bool { return slices.Contains(f, name) }
-
-func (f Faults) store() persistence.Faults {
-	return persistence.Faults{SkipRefunds: f.has("skip-refunds"), CrossTenant: f.has("cross-tenant")}
-}
-func (f Faults) front() api.Faults {
-	return api.Faults{ReleaseKeys: f.has("release-keys"), LogSecrets: f.has("log-secrets"), NoShed: f.has("no-shed")}
-}
