@@ -22,6 +22,7 @@ import (
 
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/contactcsv"
 )
 
 // Contacts is what the contact endpoints need from the store.
@@ -113,8 +114,8 @@ func (s *Server) createContact(ctx context.Context, rc *fasthttp.RequestCtx) err
 		if f.v == nil {
 			continue
 		}
-		if *f.dst = strings.TrimSpace(*f.v); utf8.RuneCountInString(*f.dst) > maxNameLen {
-			fe.add(f.name, fmt.Sprintf("must be at most %d characters", maxNameLen))
+		if *f.dst = strings.TrimSpace(*f.v); utf8.RuneCountInString(*f.dst) > contactcsv.MaxNameLen {
+			fe.add(f.name, fmt.Sprintf("must be at most %d characters", contactcsv.MaxNameLen))
 		}
 	}
 	if in.GroupID != nil {
@@ -239,9 +240,9 @@ func (s *Server) exportContacts(ctx context.Context, rc *fasthttp.RequestCtx) er
 		defer cancel()
 		w := csv.NewWriter(bw)
 		w.UseCRLF = true
-		_ = w.Write(append(append([]string{}, contactsCSVHeader...), "group_id"))
+		_ = w.Write(contactcsv.ExportHeader())
 		err := s.Contacts.ExportContacts(sctx, acct, group, func(c persistence.Contact) error {
-			if err := writeContactRow(w, c); err != nil {
+			if err := contactcsv.WriteContact(w, c); err != nil {
 				return err
 			}
 			if w.Flush(); w.Error() != nil {
@@ -327,7 +328,7 @@ func (s *Server) importContacts(ctx context.Context, rc *fasthttp.RequestCtx) er
 		}
 	}
 	switch {
-	case errors.Is(err, errNotCSV):
+	case errors.Is(err, contactcsv.ErrNotCSV):
 		return invalid(FieldError{Field: "file", Message: "is not a CSV file (a text file of phone,first_name,last_name rows)"})
 	case err != nil:
 		return err
@@ -346,11 +347,11 @@ func (s *Server) importContacts(ctx context.Context, rc *fasthttp.RequestCtx) er
 
 // runImport merges a CSV file's rows.
 func (s *Server) runImport(ctx context.Context, imp *persistence.ContactImport, file io.Reader) error {
-	rows, err := newCSVRows(file, s.Plan)
+	rows, err := contactcsv.NewReader(file, s.Plan)
 	if err != nil {
 		return err
 	}
-	return imp.Run(ctx, rows.next)
+	return imp.Run(ctx, rows.Next)
 }
 
 // importReport answers an import with the rows not imported, as CSV, then commits. The rows
@@ -371,8 +372,8 @@ func (s *Server) importReport(ctx context.Context, rc *fasthttp.RequestCtx, imp 
 	bw := bufio.NewWriterSize(f, 64<<10)
 	w := csv.NewWriter(bw)
 	w.UseCRLF = true
-	_ = w.Write([]string{"line", "phone", "first_name", "last_name", "reason"})
-	if err := imp.Rejected(ctx, func(r persistence.ImportRow) error { return writeRejectRow(w, r) }); err != nil {
+	_ = w.Write(contactcsv.ReportHeader())
+	if err := imp.Rejected(ctx, func(r persistence.ImportRow) error { return contactcsv.WriteRejected(w, r) }); err != nil {
 		return err
 	}
 	w.Flush()

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/transport/strictjson"
 )
 
 // decodeJSON reads the request body into v (a pointer to a struct).
@@ -40,7 +42,7 @@ func decodeJSONBytes(body []byte, v any) error {
 		return problem("malformed_json", "the request body is empty; a JSON object is required")
 	}
 	// Before decoding: a repeated member is refused whatever else is wrong with its values.
-	if name, dup := duplicateKey(body); dup {
+	if name, dup := strictjson.DuplicateKey(body); dup {
 		return problem("duplicate_json_key", fmt.Sprintf("the member %q appears more than once in one object", name))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -50,7 +52,7 @@ func decodeJSONBytes(body []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return problem("malformed_json", "unexpected data after the JSON object")
 	}
-	if name, nul := nulMember(body); nul { // the store could not hold it (storable.go)
+	if name, nul := strictjson.NulMember(body); nul { // the store could not hold it
 		return nulProblem(name)
 	}
 	return nil
@@ -105,4 +107,20 @@ func goTypeName(e *json.UnmarshalTypeError) string {
 		return "an object"
 	}
 	return "another type"
+}
+
+// nulProblem is the 422 of a body with NUL in a member.
+func nulProblem(member string) *Problem {
+	return invalid(FieldError{Field: member, Message: "must not contain the NUL character (U+0000)"})
+}
+
+// admitted reports whether a route counts against the admission bound: probes, metrics and
+// the API reference are answered whatever the load, so operators can see a node that is
+// shedding.
+func admitted(route string) bool {
+	switch route {
+	case "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs":
+		return false
+	}
+	return !strings.HasPrefix(route, "/docs/") && !strings.HasPrefix(route, "/debug/pprof/")
 }

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/transport/pdf"
 )
 
 // letterTemplate writes one of the letters; company is "" for the blank template.
-type letterTemplate func(company, shared string, today time.Time) (title string, lines []pdfLine)
+type letterTemplate func(company, shared string, today time.Time) (title string, lines []pdf.Line)
 
 var letterTemplates = map[string]letterTemplate{
 	"auth-letter":    authorisationLetter,
@@ -26,64 +28,64 @@ func orBlank(s, blank string) string {
 	return s
 }
 
-func authorisationLetter(company, _ string, today time.Time) (string, []pdfLine) {
+func authorisationLetter(company, _ string, today time.Time) (string, []pdf.Line) {
 	c := orBlank(company, "[Company name]")
-	return "Sender ID authorisation letter", []pdfLine{
-		{text: c, bold: true},
-		{text: "[Postal address]"},
-		{text: "[KRA PIN]"},
+	return "Sender ID authorisation letter", []pdf.Line{
+		{Text: c, Bold: true},
+		{Text: "[Postal address]"},
+		{Text: "[KRA PIN]"},
 		{},
-		{text: today.Format("2 January 2006")},
+		{Text: today.Format("2 January 2006")},
 		{},
-		{text: "To: The Manager, Bulk SMS Services, [Safaricom PLC / Airtel Networks Kenya Ltd / Telkom Kenya Ltd]"},
+		{Text: "To: The Manager, Bulk SMS Services, [Safaricom PLC / Airtel Networks Kenya Ltd / Telkom Kenya Ltd]"},
 		{},
-		{text: "RE: AUTHORISATION TO REGISTER AND USE A SENDER ID", bold: true},
+		{Text: "RE: AUTHORISATION TO REGISTER AND USE A SENDER ID", Bold: true},
 		{},
-		{text: fmt.Sprintf("We, %s, authorise Tuma, our bulk SMS service provider, to register the sender ID "+
+		{Text: fmt.Sprintf("We, %s, authorise Tuma, our bulk SMS service provider, to register the sender ID "+
 			"[SENDER ID] on our behalf on the network named above, and to send messages under it for us.", c)},
 		{},
-		{text: "We confirm that the sender ID identifies our business, that we hold the rights to the name it shows, and that " +
+		{Text: "We confirm that the sender ID identifies our business, that we hold the rights to the name it shows, and that " +
 			"messages sent under it will comply with the Kenya Information and Communications (Consumer Protection) " +
 			"Regulations and the network's content guidelines."},
 		{},
-		{text: "We will tell Tuma in writing when this authorisation ends."},
+		{Text: "We will tell Tuma in writing when this authorisation ends."},
 		{},
-		{text: "Yours faithfully,"},
+		{Text: "Yours faithfully,"},
 		{},
 		{},
-		{text: "______________________________          ______________________________"},
-		{text: "Name and title of signatory                            Company stamp"},
-		{text: "For and on behalf of " + c},
+		{Text: "______________________________          ______________________________"},
+		{Text: "Name and title of signatory                            Company stamp"},
+		{Text: "For and on behalf of " + c},
 	}
 }
 
-func requestLetter(company, shared string, today time.Time) (string, []pdfLine) {
+func requestLetter(company, shared string, today time.Time) (string, []pdf.Line) {
 	c := orBlank(company, "[Company name]")
-	return "Sender ID request letter", []pdfLine{
-		{text: c, bold: true},
-		{text: "[Postal address]"},
+	return "Sender ID request letter", []pdf.Line{
+		{Text: c, Bold: true},
+		{Text: "[Postal address]"},
 		{},
-		{text: today.Format("2 January 2006")},
+		{Text: today.Format("2 January 2006")},
 		{},
-		{text: "To: Tuma Bulk SMS"},
+		{Text: "To: Tuma Bulk SMS"},
 		{},
-		{text: "RE: REQUEST FOR A SENDER ID", bold: true},
+		{Text: "RE: REQUEST FOR A SENDER ID", Bold: true},
 		{},
-		{text: fmt.Sprintf("%s requests the registration of the sender ID [SENDER ID] (2 to 11 letters and digits) on "+
+		{Text: fmt.Sprintf("%s requests the registration of the sender ID [SENDER ID] (2 to 11 letters and digits) on "+
 			"[Safaricom / Airtel / Telkom / all networks], to replace the shared sender %s on our messages.", c, orBlank(shared, "ID"))},
 		{},
-		{text: "Purpose of the messages: [transactional notices / reminders / marketing to customers who opted in]."},
-		{text: "Expected monthly volume: [number] messages."},
+		{Text: "Purpose of the messages: [transactional notices / reminders / marketing to customers who opted in]."},
+		{Text: "Expected monthly volume: [number] messages."},
 		{},
-		{text: "Enclosed: certificate of incorporation or business registration, KRA PIN certificate, and the signed " +
+		{Text: "Enclosed: certificate of incorporation or business registration, KRA PIN certificate, and the signed " +
 			"authorisation letter."},
 		{},
-		{text: "Yours faithfully,"},
+		{Text: "Yours faithfully,"},
 		{},
 		{},
-		{text: "______________________________"},
-		{text: "Name, title and signature"},
-		{text: "For and on behalf of " + c},
+		{Text: "______________________________"},
+		{Text: "Name, title and signature"},
+		{Text: "For and on behalf of " + c},
 	}
 }
 
@@ -110,6 +112,6 @@ func (s *Server) letter(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	rc.Response.Header.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="tuma-%s.pdf"`, kind))
 	rc.Response.Header.Set("Cache-Control", "no-store") // it may carry the company's name
 	rc.SetStatusCode(http.StatusOK)
-	rc.SetBody(pdfPage(title, lines))
+	rc.SetBody(pdf.Page(title, lines))
 	return nil
 }

@@ -101,7 +101,7 @@ func (s *Server) wrap(method, route string, acc access, h handler) fasthttp.Requ
 		}()
 
 		if limited {
-			if !s.admit.enter() {
+			if !s.admit.Enter() {
 				s.metrics.shed.Inc()
 				p := problem("overloaded", "the node is serving as many requests as it can; retry shortly")
 				p.RetryAfter = 1
@@ -110,9 +110,9 @@ func (s *Server) wrap(method, route string, acc access, h handler) fasthttp.Requ
 			}
 			defer func() {
 				if upload > 0 {
-					s.admit.release() // its time is the client's upload speed, not the node's load
+					s.admit.Release() // its time is the client's upload speed, not the node's load
 				} else {
-					s.admit.leave(time.Since(start))
+					s.admit.Leave(time.Since(start))
 				}
 			}()
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/strictjson"
 )
 
 // query reads a request's query parameters. A value that is not of its kind at all
@@ -31,7 +32,7 @@ func newQuery(rc *fasthttp.RequestCtx) *query { return &query{rc: rc} }
 // raw is a parameter's text; text no store can hold (a NUL, invalid UTF-8) is malformed.
 func (q *query) raw(name string) string {
 	v := string(q.rc.QueryArgs().Peek(name))
-	if !storableText(v) {
+	if !strictjson.Storable(v) {
 		q.malformed.add(name, "must be text without NUL bytes, in UTF-8")
 		return ""
 	}

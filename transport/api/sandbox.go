@@ -20,6 +20,7 @@ import (
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/auth"
 	"github.com/tuma-sms/tuma/transport/payments"
+	"github.com/tuma-sms/tuma/transport/strictjson"
 )
 
 // The sandbox is a payment provider Tuma serves itself, for development: the Paystack
@@ -80,7 +81,7 @@ func (s *Server) sandboxInitialize(ctx context.Context, rc *fasthttp.RequestCtx)
 	if err := json.Unmarshal(rc.PostBody(), &in); err != nil {
 		return paystackReply(rc, http.StatusBadRequest, false, "Invalid JSON body", nil)
 	}
-	if name, nul := nulMember(rc.PostBody()); nul { // the store could not hold it (storable.go)
+	if name, nul := strictjson.NulMember(rc.PostBody()); nul { // the store could not hold it
 		return paystackReply(rc, http.StatusBadRequest, false, "Invalid character in "+name, nil)
 	}
 	amount, err := strconv.ParseInt(strings.Trim(string(in.Amount), `"`), 10, 64)

@@ -145,20 +145,3 @@ func FuzzEachPart(f *testing.F) {
 		}
 	})
 }
-
-func TestPDFStringEscapesAndWraps(t *testing.T) {
-	if got := pdfString(`a(b)c\d é 日`); got != `a\(b\)c\\d \351 ?` {
-		t.Errorf("pdfString = %q", got)
-	}
-	lines := wrapText("one two three four five", 9)
-	if strings.Join(lines, "|") != "one two|three|four five" {
-		t.Errorf("wrapText = %q", lines)
-	}
-	if got := wrapText(strings.Repeat("x", 20), 8); len(got) != 3 || got[0] != "xxxxxxxx" {
-		t.Errorf("a long word wraps as %q", got)
-	}
-	pdf := pdfPage("Title", []pdfLine{{text: "Hello (world)", bold: true}})
-	if !bytes.HasPrefix(pdf, []byte("%PDF-1.4")) || !bytes.Contains(pdf, []byte(`Hello \(world\)`)) || !bytes.HasSuffix(pdf, []byte("%%EOF\n")) {
-		t.Errorf("pdfPage = %s", pdf)
-	}
-}

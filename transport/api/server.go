@@ -23,6 +23,7 @@ import (
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/redis"
+	"github.com/tuma-sms/tuma/transport/admission"
 	"github.com/tuma-sms/tuma/transport/auth"
 	"github.com/tuma-sms/tuma/transport/mail"
 	"github.com/tuma-sms/tuma/transport/payments"
@@ -181,7 +182,7 @@ type Server struct {
 	metrics *httpMetrics
 	routes  []Route
 	reqIDs  *requestIDs
-	admit   *admission
+	admit   *admission.Controller
 	uploads []uploadRoute // routes whose bodies are streamed (handleUpload)
 	// staticMethods are the methods of each path without parameters, "GET, POST"; set once
 	// every route is registered.
@@ -247,11 +248,11 @@ func New(opts Options, deps Deps) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 4 << 20
 	}
-	admit := newAdmission(opts.MaxInFlight, opts.ShedLatency)
+	admit := admission.New(opts.MaxInFlight, opts.ShedLatency)
 	if opts.Faults.NoShed {
-		admit = newAdmission(0, 0)
+		admit = admission.New(0, 0)
 	}
-	m, err := newHTTPMetrics(deps.Registerer, admit.bound)
+	m, err := newHTTPMetrics(deps.Registerer, admit.Bound)
 	if err != nil {
 		return nil, err
 	}

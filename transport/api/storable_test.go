@@ -19,27 +19,6 @@ import (
 	"github.com/tuma-sms/tuma/transport/payments"
 )
 
-func TestNulMember(t *testing.T) {
-	for _, c := range []struct {
-		body, member string
-		found        bool
-	}{
-		{`{"a":"x"}`, "", false},
-		{`{"a":"x\\u0000"}`, "", false}, // a backslash and "u0000": text, no NUL
-		{`{"a":"x\u0000y"}`, "a", true},
-		{`{"a":1,"b":"\u0000"}`, "b", true},
-		{`{"recipients":["0712345678","07\u0000"]}`, "recipients", true},
-		{`{"data":{"customer":{"email":"a\u0000@b.c"}},"event":"x"}`, "email", true},
-		{`{"data":{"ok":"y"},"meta":{"k\u0000":1}}`, "meta", true},
-		{`"\u0000"`, "body", true},
-	} {
-		member, found := nulMember([]byte(c.body))
-		if found != c.found || member != c.member {
-			t.Errorf("nulMember(%s) = %q, %v; want %q, %v", c.body, member, found, c.member, c.found)
-		}
-	}
-}
-
 // PostgreSQL cannot store U+0000: every body that carries one is a 422 naming the field,
 // before anything reaches the store (it was a 500, and a send with it failed its whole group
 // commit, other tenants' sends included).

@@ -14,6 +14,7 @@ import (
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/auth"
 	"github.com/tuma-sms/tuma/transport/payments"
+	"github.com/tuma-sms/tuma/transport/strictjson"
 )
 
 // Top-up limits (CONTRACT §5), in cents.
@@ -213,7 +214,7 @@ func (s *Server) paymentWebhook(ctx context.Context, rc *fasthttp.RequestCtx) er
 		s.Log.Warn("payment webhook refused", slog.String("ip", s.clientIP(rc)), slog.Any("error", err))
 		return problem("invalid_signature", "the webhook signature is missing or does not match the body")
 	}
-	if name, nul := nulMember(body); nul { // the store could not hold it (storable.go)
+	if name, nul := strictjson.NulMember(body); nul { // the store could not hold it
 		return problem("malformed_webhook", "the event has the NUL character in "+name)
 	}
 	ev, err := payments.ParseEvent(body)

@@ -1,6 +1,5 @@
-// PDF: a one-page text document, enough for the sender ID letters' templates.
-
-package api
+// Package pdf writes one-page text documents: enough for the sender ID letters' templates.
+package pdf
 
 import (
 	"bytes"
@@ -8,25 +7,24 @@ import (
 	"strings"
 )
 
-// pdfLine is one line of a page: its text and whether it is bold.
-type pdfLine struct {
-	text string
-	bold bool
+// Line is one line of a page: its text and whether it is bold.
+type Line struct {
+	Text string
+	Bold bool
 }
 
-// pdfPage renders lines as a one-page A4 PDF in Helvetica: blank lines keep their space, long
+// Page renders lines as a one-page A4 PDF in Helvetica: blank lines keep their space, long
 // lines wrap at the page's width. Text outside Windows-1252 shows as '?'.
-func pdfPage(title string, lines []pdfLine) []byte {
+func Page(title string, lines []Line) []byte {
 	var content bytes.Buffer
 	content.WriteString("BT\n/F1 11 Tf\n15 TL\n60 780 Td\n")
 	for _, l := range lines {
 		font := "/F1 11 Tf"
-		if l.bold {
+		if l.Bold {
 			font = "/F2 11 Tf"
 		}
-		wrapped := wrapText(l.text, 92)
-		for _, w := range wrapped {
-			fmt.Fprintf(&content, "%s (%s) Tj T*\n", font, pdfString(w))
+		for _, w := range wrap(l.Text, 92) {
+			fmt.Fprintf(&content, "%s (%s) Tj T*\n", font, literal(w))
 		}
 	}
 	content.WriteString("ET\n")
@@ -44,7 +42,7 @@ func pdfPage(title string, lines []pdfLine) []byte {
 	obj("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
 	obj("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>")
 	obj(fmt.Sprintf("<< /Length %d >>\nstream\n%sendstream", content.Len(), content.String()))
-	obj(fmt.Sprintf("<< /Title (%s) /Producer (Tuma) >>", pdfString(title)))
+	obj(fmt.Sprintf("<< /Title (%s) /Producer (Tuma) >>", literal(title)))
 	xref := b.Len()
 	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
 	for _, o := range offsets {
@@ -54,8 +52,8 @@ func pdfPage(title string, lines []pdfLine) []byte {
 	return b.Bytes()
 }
 
-// pdfString escapes text for a PDF literal string, in Windows-1252 (Latin-1 here).
-func pdfString(s string) string {
+// literal escapes text for a PDF literal string, in Windows-1252 (Latin-1 here).
+func literal(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
@@ -73,9 +71,9 @@ func pdfString(s string) string {
 	return b.String()
 }
 
-// wrapText breaks text into lines of at most width characters at spaces (a longer word is
-// cut); an empty text is one empty line.
-func wrapText(text string, width int) []string {
+// wrap breaks text into lines of at most width characters at spaces (a longer word is cut);
+// an empty text is one empty line.
+func wrap(text string, width int) []string {
 	words := strings.Fields(text)
 	if len(words) == 0 {
 		return []string{""}

@@ -1,14 +1,12 @@
-// Admission: a bound on the API requests a node serves at once, adapted to their latency.
-
-package api
+// Package admission bounds the API requests a node serves at once, adapted to their latency.
+package admission
 
 import (
-	"strings"
 	"sync/atomic"
 	"time"
 )
 
-// admission refuses API requests beyond a bound with 503 overloaded at once. Past the node's
+// Controller refuses API requests beyond a bound with 503 overloaded at once. Past the node's
 // capacity, queueing more requests for the database and the engine only makes every request
 // slow (and lets clients' timeouts turn into retries of work that may still commit); a quick
 // refusal with Retry-After costs microseconds and keeps the accepted ones fast.
@@ -21,7 +19,7 @@ import (
 // target) while requests take under half the target and grows by a twentieth
 // nearer it (never over the ceiling). A node then holds only as many requests as it serves within the target,
 // whatever they cost: a hundred 1-recipient sends or a few 10,000-recipient ones.
-type admission struct {
+type Controller struct {
 	ceiling int64         // most requests at once; 0: no bound at all
 	target  time.Duration // mean latency to stay under; 0: the bound stays at the ceiling
 	window  time.Duration
@@ -35,18 +33,20 @@ type admission struct {
 	full        atomic.Bool // the bound was reached this window
 }
 
-// admissionFloor is the least the adaptive bound falls to.
-const admissionFloor = 8
+// floor is the least the adaptive bound falls to.
+const floor = 8
 
-func newAdmission(ceiling int, target time.Duration) *admission {
-	a := &admission{ceiling: int64(ceiling), target: target, window: 100 * time.Millisecond}
+// New returns a controller taking at most ceiling requests at once (0: no bound at all),
+// shrinking the bound while their mean latency exceeds target (0: the bound stays fixed).
+func New(ceiling int, target time.Duration) *Controller {
+	a := &Controller{ceiling: int64(ceiling), target: target, window: 100 * time.Millisecond}
 	a.limit.Store(int64(ceiling))
 	a.windowStart.Store(time.Now().UnixNano())
 	return a
 }
 
-// enter takes a place; false when the node is full.
-func (a *admission) enter() bool {
+// Enter takes a place; false when the node is full.
+func (a *Controller) Enter() bool {
 	if a.ceiling <= 0 {
 		return true
 	}
@@ -64,7 +64,7 @@ func (a *admission) enter() bool {
 // than a window ago: its idle start would hide the rate, and the bound would only double at
 // its close, while a burst after a quiet spell is refused meanwhile. Counted from the onset
 // of the burst, the window measures the rate that sets the bound (Little's law) at its close.
-func (a *admission) restartStale() {
+func (a *Controller) restartStale() {
 	now := time.Now().UnixNano()
 	start := a.windowStart.Load()
 	if now-start > int64(a.window) && a.windowStart.CompareAndSwap(start, now) {
@@ -73,8 +73,8 @@ func (a *admission) restartStale() {
 	}
 }
 
-// leave gives the place back, with how long the request took.
-func (a *admission) leave(took time.Duration) {
+// Leave gives the place back, with how long the request took.
+func (a *Controller) Leave(took time.Duration) {
 	if a.ceiling <= 0 {
 		return
 	}
@@ -116,7 +116,7 @@ func (a *admission) leave(took time.Duration) {
 			// target, so a storm is met in one window.
 			shrunk = min(shrunk, int64(rate*float64(a.target)))
 		}
-		limit = max(admissionFloor, shrunk)
+		limit = max(floor, shrunk)
 	case full && wait < a.target/2:
 		// Far under the target: open up at once. A bound shrunk by a few slow requests (large
 		// reads at the end of a busy spell) would otherwise shed the next burst of quick ones
@@ -136,28 +136,18 @@ func (a *admission) leave(took time.Duration) {
 	a.limit.Store(limit)
 }
 
-// release gives the place back without counting the request's time (an upload's, which is
+// Release gives the place back without counting the request's time (an upload's, which is
 // the client's speed rather than the node's load).
-func (a *admission) release() {
+func (a *Controller) Release() {
 	if a.ceiling > 0 {
 		a.n.Add(-1)
 	}
 }
 
-// bound is the current bound (0: none).
-func (a *admission) bound() int64 {
+// Bound is the current bound (0: none).
+func (a *Controller) Bound() int64 {
 	if a.ceiling <= 0 {
 		return 0
 	}
 	return a.limit.Load()
-}
-
-// admitted reports whether a route counts against the bound: probes, metrics and the API
-// reference are answered whatever the load, so operators can see a node that is shedding.
-func admitted(route string) bool {
-	switch route {
-	case "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs":
-		return false
-	}
-	return !strings.HasPrefix(route, "/docs/") && !strings.HasPrefix(route, "/debug/pprof/")
 }

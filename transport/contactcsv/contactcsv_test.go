@@ -1,4 +1,4 @@
-package api
+package contactcsv
 
 import (
 	"bytes"
@@ -13,13 +13,13 @@ import (
 
 func readAll(t testing.TB, data string) ([]persistence.ImportRow, error) {
 	t.Helper()
-	rows, err := newCSVRows(strings.NewReader(data), carriers.DefaultPlan())
+	rows, err := NewReader(strings.NewReader(data), carriers.DefaultPlan())
 	if err != nil {
 		return nil, err
 	}
 	var out []persistence.ImportRow
 	for {
-		r, ok, err := rows.next()
+		r, ok, err := rows.Next()
 		if err != nil || !ok {
 			return out, err
 		}
@@ -40,15 +40,15 @@ func TestCSVRowsHeaderOptional(t *testing.T) {
 	if len(got) < 2 || got[0].Reason == "" || got[1].Reason != "no phone" {
 		t.Errorf("bad rows: %+v", got)
 	}
-	if _, err := readAll(t, "0712345678,\x00binary"); !errors.Is(err, errNotCSV) {
-		t.Errorf("NUL: %v; want errNotCSV", err)
+	if _, err := readAll(t, "0712345678,\x00binary"); !errors.Is(err, ErrNotCSV) {
+		t.Errorf("NUL: %v; want ErrNotCSV", err)
 	}
-	if _, err := readAll(t, "\xff\xfe0\x007\x00"); !errors.Is(err, errNotCSV) {
-		t.Errorf("UTF-16: %v; want errNotCSV", err)
+	if _, err := readAll(t, "\xff\xfe0\x007\x00"); !errors.Is(err, ErrNotCSV) {
+		t.Errorf("UTF-16: %v; want ErrNotCSV", err)
 	}
 	late := strings.Repeat("0712345678,A,B\n", 1000) + "\x00"
-	if _, err := readAll(t, late); !errors.Is(err, errNotCSV) {
-		t.Errorf("NUL after the sampled start: %v; want errNotCSV", err)
+	if _, err := readAll(t, late); !errors.Is(err, ErrNotCSV) {
+		t.Errorf("NUL after the sampled start: %v; want ErrNotCSV", err)
 	}
 }
 
@@ -61,17 +61,17 @@ func FuzzCSVRows(f *testing.F) {
 	}
 	plan := carriers.DefaultPlan()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rows, err := newCSVRows(bytes.NewReader(data), plan)
+		rows, err := NewReader(bytes.NewReader(data), plan)
 		if err != nil {
-			if !errors.Is(err, errNotCSV) {
+			if !errors.Is(err, ErrNotCSV) {
 				t.Fatalf("refused with %v", err)
 			}
 			return
 		}
 		for i := 0; i < 100_000; i++ {
-			r, ok, err := rows.next()
+			r, ok, err := rows.Next()
 			if err != nil {
-				if !errors.Is(err, errNotCSV) {
+				if !errors.Is(err, ErrNotCSV) {
 					t.Fatalf("row error %v", err)
 				}
 				return
@@ -90,7 +90,7 @@ func FuzzCSVRows(f *testing.F) {
 					t.Fatalf("row %+v holds text the database refuses", r)
 				}
 			}
-			if utf8.RuneCountInString(r.FirstName) > maxNameLen || utf8.RuneCountInString(r.LastName) > maxNameLen {
+			if utf8.RuneCountInString(r.FirstName) > MaxNameLen || utf8.RuneCountInString(r.LastName) > MaxNameLen {
 				t.Fatalf("row %+v out of bounds", r)
 			}
 		}

@@ -1,4 +1,4 @@
-package api
+package admission
 
 import (
 	"sync"
@@ -7,27 +7,27 @@ import (
 )
 
 func TestAdmissionBoundsRequestsAtOnce(t *testing.T) {
-	a := newAdmission(3, 0)
+	a := New(3, 0)
 	for i := range 3 {
-		if !a.enter() {
+		if !a.Enter() {
 			t.Fatalf("request %d refused under the bound", i+1)
 		}
 	}
-	if a.enter() {
+	if a.Enter() {
 		t.Fatal("a fourth request admitted with a bound of 3")
 	}
-	a.leave(time.Millisecond)
-	if !a.enter() {
+	a.Leave(time.Millisecond)
+	if !a.Enter() {
 		t.Fatal("a request refused after one left")
 	}
 	// Concurrent enters never admit more than the bound.
-	b := newAdmission(10, 0)
+	b := New(10, 0)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	admittedN := 0
 	for range 100 {
 		wg.Go(func() {
-			if b.enter() {
+			if b.Enter() {
 				mu.Lock()
 				admittedN++
 				mu.Unlock()
@@ -41,41 +41,41 @@ func TestAdmissionBoundsRequestsAtOnce(t *testing.T) {
 }
 
 func TestAdmissionZeroIsNoBound(t *testing.T) {
-	a := newAdmission(0, 250*time.Millisecond)
+	a := New(0, 250*time.Millisecond)
 	for i := range 10_000 {
-		if !a.enter() {
+		if !a.Enter() {
 			t.Fatalf("request %d refused with no bound", i+1)
 		}
 	}
-	if a.bound() != 0 {
-		t.Errorf("bound %d; want 0 (none)", a.bound())
+	if a.Bound() != 0 {
+		t.Errorf("bound %d; want 0 (none)", a.Bound())
 	}
 }
 
 // serveWindow serves one window of requests of the given latency, filling the bound first
 // when full is set, and returns the bound after the window closed.
-func serveWindow(a *admission, took time.Duration, full bool) int64 {
+func serveWindow(a *Controller, took time.Duration, full bool) int64 {
 	if full {
-		for a.enter() {
+		for a.Enter() {
 		}
 		for a.n.Load() > 0 {
-			a.leave(took)
+			a.Leave(took)
 		}
-	} else if a.enter() {
-		a.leave(took)
+	} else if a.Enter() {
+		a.Leave(took)
 	}
 	a.windowStart.Store(time.Now().Add(-2 * a.window).UnixNano()) // the next leave closes the window
-	if a.enter() {
-		a.leave(took)
+	if a.Enter() {
+		a.Leave(took)
 	}
-	return a.bound()
+	return a.Bound()
 }
 
 // Slow requests shrink the bound to its floor; fast ones at the bound grow it back to the
 // ceiling, and a fixed bound (no target) never moves.
 func TestAdmissionAdaptsToLatency(t *testing.T) {
-	a := newAdmission(512, 100*time.Millisecond)
-	prev := a.bound()
+	a := New(512, 100*time.Millisecond)
+	prev := a.Bound()
 	for range 40 {
 		b := serveWindow(a, time.Second, false)
 		if b > prev {
@@ -83,8 +83,8 @@ func TestAdmissionAdaptsToLatency(t *testing.T) {
 		}
 		prev = b
 	}
-	if prev != admissionFloor {
-		t.Fatalf("bound %d after 40 slow windows; want the floor %d", prev, admissionFloor)
+	if prev != floor {
+		t.Fatalf("bound %d after 40 slow windows; want the floor %d", prev, floor)
 	}
 	for range 200 {
 		b := serveWindow(a, time.Millisecond, true)
@@ -101,7 +101,7 @@ func TestAdmissionAdaptsToLatency(t *testing.T) {
 	if b := serveWindow(a, time.Millisecond, false); b != 100 {
 		t.Errorf("bound %d after a fast window that never reached it; want 100 unchanged", b)
 	}
-	fixed := newAdmission(64, 0)
+	fixed := New(64, 0)
 	if b := serveWindow(fixed, time.Minute, true); b != 64 {
 		t.Errorf("a fixed bound moved to %d", b)
 	}
@@ -112,87 +112,74 @@ func TestAdmissionAdaptsToLatency(t *testing.T) {
 // the 20 ms target, although the requests that finished were quick. The bound falls at once
 // to what the node serves within the target, 5,000/s × 20 ms = 100, not a quarter off 512.
 func TestAdmissionMeetsAStormInOneWindow(t *testing.T) {
-	a := newAdmission(512, 20*time.Millisecond)
+	a := New(512, 20*time.Millisecond)
 	a.windowStart.Store(time.Now().UnixNano())
 	for range 480 {
-		if !a.enter() {
+		if !a.Enter() {
 			t.Fatal("refused under the ceiling")
 		}
 	}
 	for range 499 {
-		a.enter()
-		a.leave(5 * time.Millisecond)
+		a.Enter()
+		a.Leave(5 * time.Millisecond)
 	}
 	// The storm is refused at the bound as well; the 500th request closes the window at 100 ms.
 	a.full.Store(true)
 	a.windowStart.Store(time.Now().Add(-a.window).UnixNano())
-	a.enter()
-	a.leave(5 * time.Millisecond)
-	if b := a.bound(); b < 90 || b > 100 {
+	a.Enter()
+	a.Leave(5 * time.Millisecond)
+	if b := a.Bound(); b < 90 || b > 100 {
 		t.Fatalf("bound %d with 480 waiting on 5,000 requests/s, target 20 ms; want about 100", b)
 	}
 	// An idle node whose first request in a while is quick keeps its bound: the long window
 	// says nothing about the rate.
-	idle := newAdmission(512, 20*time.Millisecond)
+	idle := New(512, 20*time.Millisecond)
 	idle.windowStart.Store(time.Now().Add(-10 * time.Second).UnixNano())
 	for range 20 {
-		idle.enter()
+		idle.Enter()
 	}
-	idle.leave(time.Millisecond)
-	if b := idle.bound(); b != 512 {
+	idle.Leave(time.Millisecond)
+	if b := idle.Bound(); b != 512 {
 		t.Errorf("bound %d after a quick request closed a 10 s idle window; want 512", b)
 	}
 	// A burst of 300 quick requests into a quiet window, under the bound, is served, not shed.
-	burst := newAdmission(512, 20*time.Millisecond)
+	burst := New(512, 20*time.Millisecond)
 	burst.windowStart.Store(time.Now().UnixNano())
 	for range 300 {
-		burst.enter()
+		burst.Enter()
 	}
 	burst.windowStart.Store(time.Now().Add(-burst.window).UnixNano())
-	burst.leave(time.Millisecond)
-	if b := burst.bound(); b != 512 {
+	burst.Leave(time.Millisecond)
+	if b := burst.Bound(); b != 512 {
 		t.Errorf("bound %d after a burst of 300 quick requests under the bound; want 512", b)
-	}
-}
-
-func TestProbesAreNeverShed(t *testing.T) {
-	for _, r := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/{filepath:*}", "/debug/pprof/{path:*}"} {
-		if admitted(r) {
-			t.Errorf("%s counts against the bound: an overloaded node would hide from its operators", r)
-		}
-	}
-	for _, r := range []string{"/sms/send", "/auth/login", "/admin/accounts/{id}/credit", "unmatched"} {
-		if !admitted(r) {
-			t.Errorf("%s does not count against the bound", r)
-		}
 	}
 }
 
 // A bound left at its floor by a few slow requests opens up within a few windows when quick
 // requests fill it again, instead of shedding them for seconds; near the target it creeps.
 func TestAdmissionRecoversQuicklyFromTheFloor(t *testing.T) {
-	a := newAdmission(512, 250*time.Millisecond)
-	a.limit.Store(admissionFloor)
+	a := New(512, 250*time.Millisecond)
+	a.limit.Store(floor)
 	windows := 0
-	for a.bound() < 64 {
+	for a.Bound() < 64 {
 		serveWindow(a, 15*time.Millisecond, true)
 		if windows++; windows > 4 {
-			t.Fatalf("bound %d after %d full windows of 15 ms requests; want ≥ 64 within 4", a.bound(), windows)
+			t.Fatalf("bound %d after %d full windows of 15 ms requests; want ≥ 64 within 4", a.Bound(), windows)
 		}
 	}
 	// Saturated at the floor by 1 ms requests, 800 served in the 100 ms window (8,000/s): the
 	// node serves 2,000 within the 250 ms target, so the bound is the ceiling after one window.
-	a.limit.Store(admissionFloor)
+	a.limit.Store(floor)
 	a.windowStart.Store(time.Now().UnixNano())
 	for range 799 {
-		a.enter()
-		a.leave(time.Millisecond)
+		a.Enter()
+		a.Leave(time.Millisecond)
 	}
 	a.full.Store(true)
 	a.windowStart.Store(time.Now().Add(-a.window).UnixNano())
-	a.enter()
-	a.leave(time.Millisecond)
-	if b := a.bound(); b != 512 {
+	a.Enter()
+	a.Leave(time.Millisecond)
+	if b := a.Bound(); b != 512 {
 		t.Errorf("bound %d after one saturated window of 8,000 quick requests/s; want the ceiling 512", b)
 	}
 	a.limit.Store(100)
@@ -205,16 +192,16 @@ func TestAdmissionRecoversQuicklyFromTheFloor(t *testing.T) {
 // restarts when the burst first reaches the bound, so its close measures the burst's rate and
 // opens the bound in one window (a window begun idle would only double it).
 func TestAdmissionBurstAfterQuietRestartsTheWindow(t *testing.T) {
-	a := newAdmission(512, 250*time.Millisecond)
-	a.limit.Store(admissionFloor)
+	a := New(512, 250*time.Millisecond)
+	a.limit.Store(floor)
 	a.windowStart.Store(time.Now().Add(-10 * time.Second).UnixNano())
 	a.served.Store(5)
-	for range admissionFloor {
-		if !a.enter() {
+	for range floor {
+		if !a.Enter() {
 			t.Fatal("refused under the bound")
 		}
 	}
-	if a.enter() {
+	if a.Enter() {
 		t.Fatal("admitted over the bound")
 	}
 	if age := time.Since(time.Unix(0, a.windowStart.Load())); age > time.Second {
@@ -224,16 +211,16 @@ func TestAdmissionBurstAfterQuietRestartsTheWindow(t *testing.T) {
 		t.Fatalf("%d requests of the quiet spell still count in the restarted window", n)
 	}
 	for a.n.Load() > 0 {
-		a.leave(time.Millisecond)
+		a.Leave(time.Millisecond)
 	}
-	for range 799 - admissionFloor {
-		a.enter()
-		a.leave(time.Millisecond)
+	for range 799 - floor {
+		a.Enter()
+		a.Leave(time.Millisecond)
 	}
 	a.windowStart.Store(time.Now().Add(-a.window).UnixNano())
-	a.enter()
-	a.leave(time.Millisecond)
-	if b := a.bound(); b != 512 {
+	a.Enter()
+	a.Leave(time.Millisecond)
+	if b := a.Bound(); b != 512 {
 		t.Errorf("bound %d one window into a burst of 8,000 quick requests/s; want the ceiling 512", b)
 	}
 }

@@ -1,7 +1,6 @@
-// Contacts as CSV: the import's reader (streamed, header optional, BOM and CRLF tolerated),
-// and the writers of the template, the export and the import's report.
-
-package api
+// Package contactcsv reads and writes contacts as CSV: the import's reader (streamed, header
+// optional, BOM and CRLF tolerated), and the writers of the export and the import's report.
+package contactcsv
 
 import (
 	"bufio"
@@ -18,16 +17,16 @@ import (
 	"github.com/tuma-sms/tuma/persistence"
 )
 
-// errNotCSV is a file that is not text: NUL bytes, or not UTF-8.
-var errNotCSV = errors.New("not a CSV file")
+// ErrNotCSV is a file that is not text: NUL bytes, or not UTF-8.
+var ErrNotCSV = errors.New("not a CSV file")
 
-// maxNameLen bounds a contact's first and last name, in characters.
-const maxNameLen = 100
+// MaxNameLen bounds a contact's first and last name, in characters.
+const MaxNameLen = 100
 
-// csvRows reads a contacts CSV row by row. The first row is a header when its first cell is
+// Reader reads a contacts CSV row by row. The first row is a header when its first cell is
 // "phone" (its columns then name the fields, in any order); otherwise every row is phone,
 // first_name, last_name by position.
-type csvRows struct {
+type Reader struct {
 	r      *csv.Reader
 	plan   *carriers.Plan
 	line   int
@@ -35,14 +34,15 @@ type csvRows struct {
 	primed bool
 }
 
-func newCSVRows(r io.Reader, plan *carriers.Plan) (*csvRows, error) {
+// NewReader starts reading a CSV file; a file that does not start as text is ErrNotCSV.
+func NewReader(r io.Reader, plan *carriers.Plan) (*Reader, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, err := br.Peek(8 << 10)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, err
 	}
 	if !looksLikeText(head) {
-		return nil, errNotCSV
+		return nil, ErrNotCSV
 	}
 	if bytes.HasPrefix(head, []byte("\xEF\xBB\xBF")) { // a byte order mark, as spreadsheets write
 		br.Discard(3)
@@ -51,7 +51,7 @@ func newCSVRows(r io.Reader, plan *carriers.Plan) (*csvRows, error) {
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
-	return &csvRows{r: cr, plan: plan, cols: [3]int{0, 1, 2}}, nil
+	return &Reader{r: cr, plan: plan, cols: [3]int{0, 1, 2}}, nil
 }
 
 // looksLikeText reports whether the start of a file can be CSV: no NUL, UTF-8 (a character cut
@@ -76,20 +76,21 @@ type textOnly struct{ r io.Reader }
 func (t textOnly) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
 	if bytes.IndexByte(p[:n], 0) >= 0 {
-		return 0, errNotCSV
+		return 0, ErrNotCSV
 	}
 	return n, err
 }
 
-// next is the next row to stage; ok is false at the end. Blank rows are passed over.
-func (c *csvRows) next() (persistence.ImportRow, bool, error) {
+// Next is the next row to stage; ok is false at the end. Blank rows are passed over. A row
+// that is refused (no phone, a bad number, a malformed line) comes with its reason.
+func (c *Reader) Next() (persistence.ImportRow, bool, error) {
 	for {
 		rec, err := c.r.Read()
 		switch {
 		case errors.Is(err, io.EOF):
 			return persistence.ImportRow{}, false, nil
-		case errors.Is(err, errNotCSV):
-			return persistence.ImportRow{}, false, errNotCSV
+		case errors.Is(err, ErrNotCSV):
+			return persistence.ImportRow{}, false, ErrNotCSV
 		case err != nil:
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
@@ -113,7 +114,7 @@ func (c *csvRows) next() (persistence.ImportRow, bool, error) {
 }
 
 // header reads a header row, if rec is one.
-func (c *csvRows) header(rec []string) bool {
+func (c *Reader) header(rec []string) bool {
 	if len(rec) == 0 || !strings.EqualFold(strings.TrimSpace(rec[0]), "phone") {
 		return false
 	}
@@ -140,22 +141,22 @@ func blank(rec []string) bool {
 	return true
 }
 
-func (c *csvRows) field(rec []string, k int) string {
+func (c *Reader) field(rec []string, k int) string {
 	if i := c.cols[k]; i >= 0 && i < len(rec) {
 		return strings.TrimSpace(rec[i])
 	}
 	return ""
 }
 
-func (c *csvRows) row(line int, rec []string) persistence.ImportRow {
+func (c *Reader) row(line int, rec []string) persistence.ImportRow {
 	r := persistence.ImportRow{Line: line, Phone: c.field(rec, 0), FirstName: c.field(rec, 1), LastName: c.field(rec, 2)}
 	switch {
 	case r.Phone == "":
 		r.Reason = "no phone"
 	case !utf8.ValidString(r.FirstName) || !utf8.ValidString(r.LastName):
 		r.Reason = "a name is not UTF-8 text (save the file as CSV UTF-8)"
-	case utf8.RuneCountInString(r.FirstName) > maxNameLen || utf8.RuneCountInString(r.LastName) > maxNameLen:
-		r.Reason = fmt.Sprintf("a name is longer than %d characters", maxNameLen)
+	case utf8.RuneCountInString(r.FirstName) > MaxNameLen || utf8.RuneCountInString(r.LastName) > MaxNameLen:
+		r.Reason = fmt.Sprintf("a name is longer than %d characters", MaxNameLen)
 	default:
 		num, err := c.plan.Normalize(r.Phone)
 		if err != nil && !errors.Is(err, carriers.ErrUnsupportedNetwork) {
@@ -165,7 +166,7 @@ func (c *csvRows) row(line int, rec []string) persistence.ImportRow {
 		}
 	}
 	if r.Reason != "" { // what is kept of a refused row for the report: bounded
-		r.Phone, r.FirstName, r.LastName = clipText(r.Phone, 64), clipText(r.FirstName, maxNameLen), clipText(r.LastName, maxNameLen)
+		r.Phone, r.FirstName, r.LastName = clipText(r.Phone, 64), clipText(r.FirstName, MaxNameLen), clipText(r.LastName, MaxNameLen)
 	}
 	return r
 }
@@ -177,11 +178,11 @@ func clipText(s string, n int) string {
 	return strings.ToValidUTF8(string([]rune(s)[:n]), "?")
 }
 
-// contactsCSVHeader is the header of the template; the export adds the group.
-var contactsCSVHeader = []string{"phone", "first_name", "last_name"}
+// ExportHeader is the export's header: the template's columns and the group.
+func ExportHeader() []string { return []string{"phone", "first_name", "last_name", "group_id"} }
 
-// writeContactRow writes a contact as the template's columns, plus the group's id.
-func writeContactRow(w *csv.Writer, c persistence.Contact) error {
+// WriteContact writes a contact as the template's columns, plus the group's id.
+func WriteContact(w *csv.Writer, c persistence.Contact) error {
 	group := ""
 	if c.GroupID != nil {
 		group = c.GroupID.String()
@@ -198,9 +199,12 @@ func csvSafe(s string) string {
 	return s
 }
 
-// writeRejectRow writes a row of the import's report. A phone in E.164 is written as it is,
+// ReportHeader is the header of the import's report.
+func ReportHeader() []string { return []string{"line", "phone", "first_name", "last_name", "reason"} }
+
+// WriteRejected writes a row of the import's report. A phone in E.164 is written as it is,
 // as the export writes it; only text as it came in is defused.
-func writeRejectRow(w *csv.Writer, r persistence.ImportRow) error {
+func WriteRejected(w *csv.Writer, r persistence.ImportRow) error {
 	phone := r.Phone
 	if _, err := persistence.ParseE164(phone); err != nil {
 		phone = csvSafe(phone)

@@ -1,4 +1,4 @@
-package api
+package strictjson
 
 import (
 	"bytes"
@@ -25,9 +25,9 @@ func TestDuplicateKey(t *testing.T) {
 		{`{"a":[{"x":1}],"c":{"x":[1,{"x":2}]}}`, ""},
 		{`{"s":"}","s":"{"}`, "s"},
 	} {
-		name, dup := duplicateKey([]byte(tc.body))
+		name, dup := DuplicateKey([]byte(tc.body))
 		if dup != (tc.dup != "") || name != tc.dup {
-			t.Errorf("duplicateKey(%s) = %q, %v; want %q", tc.body, name, dup, tc.dup)
+			t.Errorf("DuplicateKey(%s) = %q, %v; want %q", tc.body, name, dup, tc.dup)
 		}
 	}
 }
@@ -43,9 +43,9 @@ func FuzzDuplicateKey(f *testing.F) {
 			return
 		}
 		want := referenceDuplicate(t, b)
-		_, got := duplicateKey(b)
+		_, got := DuplicateKey(b)
 		if got != want {
-			t.Fatalf("duplicateKey(%q) = %v; reference says %v", b, got, want)
+			t.Fatalf("DuplicateKey(%q) = %v; reference says %v", b, got, want)
 		}
 	})
 }

@@ -1,0 +1,64 @@
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestNulMember(t *testing.T) {
+	for _, c := range []struct {
+		body, member string
+		found        bool
+	}{
+		{`{"a":"x"}`, "", false},
+		{`{"a":"x\\u0000"}`, "", false}, // a backslash and "u0000": text, no NUL
+		{`{"a":"x\u0000y"}`, "a", true},
+		{`{"a":1,"b":"\u0000"}`, "b", true},
+		{`{"recipients":["0712345678","07\u0000"]}`, "recipients", true},
+		{`{"data":{"customer":{"email":"a\u0000@b.c"}},"event":"x"}`, "email", true},
+		{`{"data":{"ok":"y"},"meta":{"k\u0000":1}}`, "meta", true},
+		{`"\u0000"`, "body", true},
+	} {
+		member, found := NulMember([]byte(c.body))
+		if found != c.found || member != c.member {
+			t.Errorf("NulMember(%s) = %q, %v; want %q, %v", c.body, member, found, c.member, c.found)
+		}
+	}
+}
+
+// FuzzNulMember holds the scanner to encoding/json's tokens: a NUL is found exactly when some
+// name or string of the text holds one.
+func FuzzNulMember(f *testing.F) {
+	for _, s := range []string{`{"a":"x\u0000y"}`, `{"a":"x\\u0000"}`, `[{"k\u0000":1}]`, `"\u0000"`, `{"a":["b",{"c":"\u0000"}]}`,
+		`{"a":"\u0000","a":"x"}`, `{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		if _, got := NulMember(b); got != tokenHoldsNul(t, b) {
+			t.Fatalf("NulMember(%q) found %v; the tokens say %v", b, got, !got)
+		}
+	})
+}
+
+func tokenHoldsNul(t *testing.T, b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("token: %v", err)
+		}
+		if s, ok := tok.(string); ok && strings.ContainsRune(s, 0) {
+			return true
+		}
+	}
+}
