@@ -36,6 +36,21 @@ func (e *RejectedError) Error() string {
 	return fmt.Sprintf("payment provider refused the request (%d): %s", e.Status, e.Message)
 }
 
+// ValidReference reports whether ref is in the alphabet of Paystack's references (Tuma's are
+// TUMA- and base32): anything else is no reference of ours, and may be text a store cannot
+// even look up (NUL, invalid UTF-8).
+func ValidReference(ref string) bool {
+	if len(ref) == 0 || len(ref) > 100 {
+		return false
+	}
+	for _, c := range []byte(ref) {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '=' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // Init is a checkout to start.
 type Init struct {
 	AmountCents int64 // KES subunits
