@@ -1,7 +1,7 @@
 // Package payments talks to payment providers for hosted checkouts: a client of the Paystack
-// transaction API (which Tuma's built-in sandbox also speaks, so one code path serves both),
-// webhook parsing and signature schemes, the sandbox's webhook sender, and the Confirmer that
-// turns a provider's word into at most one credit per reference.
+// transaction API (which Tuma's built-in sandbox, transport/api/sandbox, also speaks, so one
+// code path serves both), webhook parsing and signature schemes, and the Confirmer that turns
+// a provider's word into at most one credit per reference.
 package payments
 
 import (

@@ -209,7 +209,7 @@ func (a *App) buildPayments() (p *payments.Paystack, sandboxOn bool) {
 	if cfg.PaymentProvider == "sandbox" {
 		self := "http://" + listenURLHost(a.ln.Addr().String())
 		p = payments.NewPaystack("sandbox", self+"/sandbox/paystack", secret, nil)
-		a.hooks = payments.NewSandboxHooks(a.store, self+"/payments/webhook", []byte(secret), cfg.MailRetryMin, a.log)
+		a.hooks = sandbox.NewHooks(a.store, self+"/payments/webhook", []byte(secret), cfg.MailRetryMin, a.log)
 		sandboxOn = true
 	}
 	a.confirm = payments.NewConfirmer(p, a.store, a.engine, a.log, a.now)

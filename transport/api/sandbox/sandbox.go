@@ -158,7 +158,7 @@ func (h *Handler) verify(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	return paystackReply(rc, http.StatusOK, true, "Verification successful", payments.SandboxTransaction(t))
+	return paystackReply(rc, http.StatusOK, true, "Verification successful", Transaction(t))
 }
 
 // randomCode is n random lower-case letters and digits (access codes, references).

@@ -1,4 +1,7 @@
-package payments
+// The sandbox's webhooks: after a payment it posts charge.success to Tuma's webhook endpoint,
+// signed as Paystack signs them, as a real provider would.
+
+package sandbox
 
 import (
 	"bytes"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/payments"
 )
 
 // HookStore is where the sandbox keeps the webhooks it owes.
@@ -21,10 +25,10 @@ type HookStore interface {
 	SandboxHookFailed(ctx context.Context, code, cause string, after time.Duration, giveUp bool) error
 }
 
-// SandboxTransaction renders a sandbox transaction in the provider's wire format (verify
-// data and webhook data alike).
-func SandboxTransaction(t persistence.SandboxTx) Transaction {
-	tx := Transaction{
+// Transaction renders a sandbox transaction in the provider's wire format (verify data and
+// webhook data alike).
+func Transaction(t persistence.SandboxTx) payments.Transaction {
+	tx := payments.Transaction{
 		ID: sandboxID(t), Domain: "test", Status: t.Status, Reference: t.Reference, Amount: t.Amount,
 		RequestedAmount: t.Amount, Currency: t.Currency, Channel: "card", CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339),
 		Metadata: t.Metadata,
@@ -48,13 +52,13 @@ func SandboxTransaction(t persistence.SandboxTx) Transaction {
 // sandboxID is a stable numeric id for a transaction, as providers give.
 func sandboxID(t persistence.SandboxTx) int64 { return t.CreatedAt.UnixMicro() }
 
-// SandboxHooks is the sandbox's side of an outbox of webhooks (actors.Outbox runs its rounds):
-// it posts each owed charge.success webhook to Tuma's webhook endpoint, signed as Paystack
-// signs them, and retries with back-off (as Paystack does) until answered 200.
-type SandboxHooks struct {
+// Hooks is the sandbox's side of an outbox of webhooks (actors.Outbox runs its rounds): it
+// posts each owed charge.success webhook to Tuma's webhook endpoint, signed as Paystack signs
+// them, and retries with back-off (as Paystack does) until answered 200.
+type Hooks struct {
 	store  HookStore
 	url    string
-	signer PaystackHMAC
+	signer payments.PaystackHMAC
 	http   *http.Client
 	log    *slog.Logger
 	retry  time.Duration
@@ -63,21 +67,21 @@ type SandboxHooks struct {
 // maxHookAttempts is how many deliveries a webhook gets before the sandbox gives up.
 const maxHookAttempts = 12
 
-// NewSandboxHooks returns a sender posting to url (Tuma's /payments/webhook); the first retry
-// waits retry, doubling up to an hour.
-func NewSandboxHooks(store HookStore, url string, secret []byte, retry time.Duration, log *slog.Logger) *SandboxHooks {
+// NewHooks returns a sender posting to url (Tuma's /payments/webhook); the first retry waits
+// retry, doubling up to an hour.
+func NewHooks(store HookStore, url string, secret []byte, retry time.Duration, log *slog.Logger) *Hooks {
 	if retry <= 0 {
 		retry = time.Second
 	}
-	return &SandboxHooks{store: store, url: url, signer: PaystackHMAC{Secret: secret},
+	return &Hooks{store: store, url: url, signer: payments.PaystackHMAC{Secret: secret},
 		http: &http.Client{Timeout: 10 * time.Second}, log: log, retry: retry}
 }
 
 // Poll is how often the sender's worker looks for owed webhooks when nobody wakes it.
-func (h *SandboxHooks) Poll() time.Duration { return max(h.retry, 100*time.Millisecond) }
+func (h *Hooks) Poll() time.Duration { return max(h.retry, 100*time.Millisecond) }
 
 // Claim leases up to limit webhooks that are due.
-func (h *SandboxHooks) Claim(ctx context.Context, limit int) ([]persistence.SandboxTx, error) {
+func (h *Hooks) Claim(ctx context.Context, limit int) ([]persistence.SandboxTx, error) {
 	due, err := h.store.ClaimSandboxHooks(ctx, time.Minute, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: claim webhooks: %w", err)
@@ -86,12 +90,12 @@ func (h *SandboxHooks) Claim(ctx context.Context, limit int) ([]persistence.Sand
 }
 
 // Deliver posts one webhook.
-func (h *SandboxHooks) Deliver(ctx context.Context, t persistence.SandboxTx) error {
+func (h *Hooks) Deliver(ctx context.Context, t persistence.SandboxTx) error {
 	return h.post(ctx, t)
 }
 
 // Delivered records a webhook answered 200.
-func (h *SandboxHooks) Delivered(ctx context.Context, t persistence.SandboxTx) error {
+func (h *Hooks) Delivered(ctx context.Context, t persistence.SandboxTx) error {
 	if err := h.store.SandboxHookDone(ctx, t.AccessCode); err != nil {
 		return fmt.Errorf("sandbox: record webhook delivery: %w", err)
 	}
@@ -99,7 +103,7 @@ func (h *SandboxHooks) Delivered(ctx context.Context, t persistence.SandboxTx) e
 }
 
 // Failed schedules the next attempt, or gives up after maxHookAttempts.
-func (h *SandboxHooks) Failed(ctx context.Context, t persistence.SandboxTx, cause error) error {
+func (h *Hooks) Failed(ctx context.Context, t persistence.SandboxTx, cause error) error {
 	attempt := t.HookAttempt + 1
 	after := time.Duration(min(float64(h.retry)*math.Pow(2, float64(attempt-1)), float64(time.Hour)))
 	h.log.Warn("sandbox: webhook not delivered", slog.String("reference", t.Reference), slog.Int("attempt", attempt),
@@ -110,8 +114,8 @@ func (h *SandboxHooks) Failed(ctx context.Context, t persistence.SandboxTx, caus
 	return nil
 }
 
-func (h *SandboxHooks) post(ctx context.Context, t persistence.SandboxTx) error {
-	body, err := json.Marshal(Event{Event: EventChargeSuccess, Data: SandboxTransaction(t)})
+func (h *Hooks) post(ctx context.Context, t persistence.SandboxTx) error {
+	body, err := json.Marshal(payments.Event{Event: payments.EventChargeSuccess, Data: Transaction(t)})
 	if err != nil {
 		return err
 	}
@@ -120,7 +124,7 @@ func (h *SandboxHooks) post(ctx context.Context, t persistence.SandboxTx) error 
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(PaystackSignatureHeader, h.signer.Sign(body))
+	req.Header.Set(payments.PaystackSignatureHeader, h.signer.Sign(body))
 	resp, err := h.http.Do(req)
 	if err != nil {
 		return err
