@@ -88,10 +88,8 @@ type recipientList struct {
 	nInvalid, nUnsupported int
 }
 
-// errNotStringArray is reported (as a 422 on "recipients") for anything but an array of strings.
-var errNotStringArray = &json.UnmarshalTypeError{Value: "value", Type: reflect.TypeFor[[]string](), Field: "recipients"}
-
-// UnmarshalJSON receives the array's bytes, already checked to be valid JSON.
+// UnmarshalJSON receives the array's bytes, already checked to be valid JSON. Anything but an
+// array of strings is the error encoding/json gives a []string field.
 func (rl *recipientList) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil
@@ -99,7 +97,7 @@ func (rl *recipientList) UnmarshalJSON(data []byte) error {
 	rl.present = true
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '[' {
-		return errNotStringArray
+		return notOfType[[]string](data, i)
 	}
 	rl.seen = make(map[uint32]struct{}, min(len(data)/12, maxRecipients))
 	i = skipSpace(data, i+1)
@@ -108,7 +106,7 @@ func (rl *recipientList) UnmarshalJSON(data []byte) error {
 	}
 	for i < len(data) {
 		if data[i] != '"' {
-			return errNotStringArray
+			return notOfType[string](data, i)
 		}
 		end := i + 1
 		escaped := false
@@ -123,7 +121,7 @@ func (rl *recipientList) UnmarshalJSON(data []byte) error {
 		if escaped { // rare: let the standard decoder resolve the escapes
 			var s string
 			if err := json.Unmarshal(data[i:end+1], &s); err != nil {
-				return errNotStringArray
+				return err
 			}
 			raw = []byte(s)
 		}
@@ -133,11 +131,38 @@ func (rl *recipientList) UnmarshalJSON(data []byte) error {
 			return nil
 		}
 		if i >= len(data) || data[i] != ',' {
-			return errNotStringArray
+			return notOfType[[]string](data, i)
 		}
 		i = skipSpace(data, i+1)
 	}
-	return errNotStringArray
+	return notOfType[[]string](data, i)
+}
+
+// notOfType is the error of a value at data[i] that is not a T. It names no field: the decoder
+// adds the path of the field being decoded (one named here was doubled); and it is made anew
+// for each value, as the decoder writes that path into it.
+func notOfType[T any](data []byte, i int) error {
+	return &json.UnmarshalTypeError{Value: jsonKind(data, i), Type: reflect.TypeFor[T]()}
+}
+
+// jsonKind names the kind of the JSON value at data[i] as encoding/json does in its errors.
+func jsonKind(data []byte, i int) string {
+	if i >= len(data) {
+		return ""
+	}
+	switch data[i] {
+	case '"':
+		return "string"
+	case '[':
+		return "array"
+	case '{':
+		return "object"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 func (rl *recipientList) add(raw []byte) {

@@ -2,11 +2,13 @@ package sms
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/api"
 	"github.com/tuma-sms/tuma/transport/api/apitest"
 )
 
@@ -87,4 +89,29 @@ func TestNulInABodyIsRefused(t *testing.T) {
 			return err
 		},
 	})
+}
+
+// A recipients value of the wrong type names the field once, and the JSON type it got, as
+// encoding/json says it of any other field (message) — the first time and every time: the
+// error was one value shared by every request, and each decode added the field's path to it
+// again (recipients.recipients: must be an array, not value).
+func TestRecipientsOfTheWrongType(t *testing.T) {
+	plan := carriers.DefaultPlan()
+	for round := range 3 {
+		for body, want := range map[string]api.FieldError{
+			`{"recipients":"0712345678","message":"hi"}`:      {Field: "recipients", Message: "must be an array, not a JSON string"},
+			`{"recipients":254712345678,"message":"hi"}`:      {Field: "recipients", Message: "must be an array, not a JSON number"},
+			`{"recipients":{"a":"0712345678"},"message":"x"}`: {Field: "recipients", Message: "must be an array, not a JSON object"},
+			`{"recipients":true,"message":"hi"}`:              {Field: "recipients", Message: "must be an array, not a JSON bool"},
+			`{"recipients":["0712345678",7],"message":"hi"}`:  {Field: "recipients", Message: "must be a string, not a JSON number"},
+			`{"recipients":[["0712345678"]],"message":"hi"}`:  {Field: "recipients", Message: "must be a string, not a JSON array"},
+			`{"recipients":["0712345678"],"message":5}`:       {Field: "message", Message: "must be a string, not a JSON number"},
+		} {
+			_, err := parseSend([]byte(body), plan)
+			var p *api.Problem
+			if !errors.As(err, &p) || p.Status != 422 || len(p.Errors) != 1 || p.Errors[0] != want {
+				t.Errorf("round %d: parseSend(%s) = %v; want 422 with %+v", round+1, body, err, want)
+			}
+		}
+	}
 }
