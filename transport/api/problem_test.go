@@ -92,6 +92,8 @@ func TestDecodeJSONErrors(t *testing.T) {
 		{`{"name": "x"`, 400, ""},
 		{`{"name": "x"} trailing`, 400, ""},
 		{`{"name": 'x'}`, 400, ""},
+		{`{"`, 400, ""}, // a string left open: it panicked (a 500) before the decoder saw it
+		{`{"name":"x","name`, 400, ""},
 		{`{"name": 5}`, 422, "name"},
 		{`{"count": "5"}`, 422, "count"},
 		{`{"tags": "a"}`, 422, "tags"},

@@ -7,7 +7,8 @@ import (
 
 // DuplicateKey returns the first member name that occurs twice in one object of the JSON
 // text b, comparing names the way encoding/json matches them to struct fields (unescaped,
-// case-insensitively), so no spelling of a repeated field slips through. b must be valid JSON.
+// case-insensitively), so no spelling of a repeated field slips through. It runs before the
+// decoder, on any text: what it cannot read it leaves to the decoder to refuse.
 //
 // encoding/json silently keeps the last of repeated names; a body like
 // {"recipients":[…],"recipients":[…]} would otherwise mean whatever the decoder's order makes it.

@@ -15,8 +15,10 @@ type frame struct {
 	seen      map[string]struct{} // the member names so far, folded (DuplicateKey)
 }
 
-// scanner walks valid JSON text string by string, keeping the stack of open objects and
-// arrays. Everything outside strings is structure: braces, brackets, commas and colons.
+// scanner walks JSON text string by string, keeping the stack of open objects and arrays.
+// Everything outside strings is structure: braces, brackets, commas and colons. The text need
+// not be valid (the checks run before the decoder finds what is wrong with it): a string left
+// open ends the scan.
 type scanner struct {
 	b     []byte
 	i     int
@@ -49,7 +51,11 @@ func (s *scanner) next() (quoted []byte, escaped, isKey, ok bool) {
 			}
 		case '"':
 			start := s.i
-			end, esc := stringEnd(s.b, start+1)
+			end, esc, closed := stringEnd(s.b, start+1)
+			if !closed {
+				s.i = len(s.b)
+				return nil, false, false, false
+			}
 			s.i = end + 1
 			top := s.top()
 			return s.b[start : end+1], esc, top != nil && top.object && top.expectKey, true
@@ -66,18 +72,19 @@ func (s *scanner) top() *frame {
 	return &s.stack[len(s.stack)-1]
 }
 
-// stringEnd returns the index of the quote closing the string whose contents start at i.
-func stringEnd(b []byte, i int) (end int, escaped bool) {
+// stringEnd returns the index of the quote closing the string whose contents start at i;
+// closed is false when the text ends first.
+func stringEnd(b []byte, i int) (end int, escaped, closed bool) {
 	for ; i < len(b); i++ {
 		switch b[i] {
 		case '\\':
 			escaped = true
 			i++
 		case '"':
-			return i, escaped
+			return i, escaped, true
 		}
 	}
-	return len(b) - 1, escaped
+	return 0, escaped, false
 }
 
 // unquote is a quoted JSON string's text.
