@@ -52,22 +52,15 @@ func FuzzDuplicateKey(f *testing.F) {
 	})
 }
 
+// referenceDuplicate is DuplicateKey on encoding/json's tokens of valid JSON text b.
 func referenceDuplicate(t *testing.T, b []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(b))
 	type frame struct {
 		object bool
 		key    bool
 		seen   []string
 	}
 	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return false
-		}
-		if err != nil {
-			t.Fatalf("token: %v", err)
-		}
+	return anyToken(t, b, func(tok json.Token) bool {
 		top := len(stack) - 1
 		switch v := tok.(type) {
 		case json.Delim:
@@ -79,7 +72,7 @@ func referenceDuplicate(t *testing.T, b []byte) bool {
 			} else {
 				stack = stack[:top]
 			}
-			continue
+			return false
 		case string:
 			if top >= 0 && stack[top].object && stack[top].key {
 				for _, s := range stack[top].seen {
@@ -89,11 +82,30 @@ func referenceDuplicate(t *testing.T, b []byte) bool {
 				}
 				stack[top].seen = append(stack[top].seen, v)
 				stack[top].key = false
-				continue
+				return false
 			}
 		}
 		if top >= 0 && stack[top].object {
 			stack[top].key = true
+		}
+		return false
+	})
+}
+
+// anyToken reports whether f holds for a token of valid JSON text b, read in order.
+func anyToken(t *testing.T, b []byte, f func(tok json.Token) bool) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // 1e700 is valid JSON, out of a float64's range
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("token: %v", err)
+		}
+		if f(tok) {
+			return true
 		}
 	}
 }
