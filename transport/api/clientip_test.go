@@ -52,3 +52,16 @@ func TestUnmatchedMethodsShareOneLabel(t *testing.T) {
 		t.Errorf("%d request series; want 2 (GET and other)", got)
 	}
 }
+
+func TestProbesAreNeverShed(t *testing.T) {
+	for _, r := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/{filepath:*}", "/debug/pprof/{path:*}"} {
+		if admitted(r) {
+			t.Errorf("%s counts against the bound: an overloaded node would hide from its operators", r)
+		}
+	}
+	for _, r := range []string{"/sms/send", "/auth/login", "/admin/accounts/{id}/credit", "unmatched"} {
+		if !admitted(r) {
+			t.Errorf("%s does not count against the bound", r)
+		}
+	}
+}

@@ -10,20 +10,21 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/transport/strictjson"
 )
 
-// decodeJSON reads the request body into v (a pointer to a struct).
-//
-// Malformed JSON is 400, and so is an object that names a member twice; a well-formed body with a value of the wrong type is 422 naming the
-// field; unknown fields are ignored; a body that is not JSON by its Content-Type is 415.
-func decodeJSON(rc *fasthttp.RequestCtx, v any) error {
-	if err := checkJSONContentType(rc); err != nil {
+// DecodeJSON reads the request body into v (a pointer to a struct), as ParseJSON does, after
+// checking its Content-Type (CheckJSON).
+func DecodeJSON(rc *fasthttp.RequestCtx, v any) error {
+	if err := CheckJSON(rc); err != nil {
 		return err
 	}
-	return decodeJSONBytes(rc.PostBody(), v)
+	return ParseJSON(rc.PostBody(), v)
 }
 
-func checkJSONContentType(rc *fasthttp.RequestCtx) error {
+// CheckJSON refuses a body that is not JSON by its Content-Type (415); none is taken as JSON.
+func CheckJSON(rc *fasthttp.RequestCtx) error {
 	ct := string(rc.Request.Header.ContentType())
 	if ct == "" {
 		return nil // lenient: many clients omit it for JSON
@@ -32,25 +33,28 @@ func checkJSONContentType(rc *fasthttp.RequestCtx) error {
 	if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
 		return nil
 	}
-	return problem("unsupported_media_type", fmt.Sprintf("Content-Type %q is not supported; send application/json", ct))
+	return NewProblem("unsupported_media_type", fmt.Sprintf("Content-Type %q is not supported; send application/json", ct))
 }
 
-func decodeJSONBytes(body []byte, v any) error {
+// ParseJSON decodes a JSON body into v (a pointer to a struct). Malformed JSON is 400, and so
+// is an object that names a member twice; a well-formed body with a value of the wrong type is
+// 422 naming the field, and so is text the store cannot hold (NUL); unknown fields are ignored.
+func ParseJSON(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return problem("malformed_json", "the request body is empty; a JSON object is required")
+		return NewProblem("malformed_json", "the request body is empty; a JSON object is required")
 	}
 	// Before decoding: a repeated member is refused whatever else is wrong with its values.
-	if name, dup := duplicateKey(body); dup {
-		return problem("duplicate_json_key", fmt.Sprintf("the member %q appears more than once in one object", name))
+	if name, dup := strictjson.DuplicateKey(body); dup {
+		return NewProblem("duplicate_json_key", fmt.Sprintf("the member %q appears more than once in one object", name))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		return jsonProblem(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return problem("malformed_json", "unexpected data after the JSON object")
+		return NewProblem("malformed_json", "unexpected data after the JSON object")
 	}
-	if name, nul := nulMember(body); nul { // the store could not hold it (storable.go)
+	if name, nul := strictjson.NulMember(body); nul { // the store could not hold it
 		return nulProblem(name)
 	}
 	return nil
@@ -63,17 +67,17 @@ func jsonProblem(err error) error {
 	)
 	switch {
 	case errors.As(err, &syn):
-		return problem("malformed_json", fmt.Sprintf("malformed JSON at byte %d: %s", syn.Offset, syn.Error()))
+		return NewProblem("malformed_json", fmt.Sprintf("malformed JSON at byte %d: %s", syn.Offset, syn.Error()))
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return problem("malformed_json", "malformed JSON: the body ends early")
+		return NewProblem("malformed_json", "malformed JSON: the body ends early")
 	case errors.As(err, &typ):
 		if typ.Field == "" {
-			return invalid(FieldError{Field: "body", Message: "must be a JSON object, not " + jsonKind(typ.Value)})
+			return Invalid(FieldError{Field: "body", Message: "must be a JSON object, not " + jsonKind(typ.Value)})
 		}
-		return invalid(FieldError{Field: typ.Field, Message: fmt.Sprintf("must be %s, not %s", goTypeName(typ), jsonKind(typ.Value))})
+		return Invalid(FieldError{Field: typ.Field, Message: fmt.Sprintf("must be %s, not %s", goTypeName(typ), jsonKind(typ.Value))})
 	}
 	// Anything else from the decoder (e.g. invalid UTF-16 escapes) is still malformed input.
-	return problem("malformed_json", "malformed JSON: "+err.Error())
+	return NewProblem("malformed_json", "malformed JSON: "+err.Error())
 }
 
 func jsonKind(v string) string {
@@ -105,4 +109,9 @@ func goTypeName(e *json.UnmarshalTypeError) string {
 		return "an object"
 	}
 	return "another type"
+}
+
+// nulProblem is the 422 of a body with NUL in a member.
+func nulProblem(member string) *Problem {
+	return Invalid(FieldError{Field: member, Message: "must not contain the NUL character (U+0000)"})
 }

@@ -100,7 +100,7 @@ func (f *Front) Shutdown(ctx context.Context) error {
 
 func (f *Front) handle(rc *fasthttp.RequestCtx) {
 	if s := f.server.Load(); s != nil {
-		if s.opts.Faults.LogSecrets { // a deliberate defect: credentials in the log
+		if s.opts.Faults.logSecrets() { // a deliberate defect: credentials in the log
 			f.log.Info("request credentials", slog.String("x_api_key", string(rc.Request.Header.Peek("X-API-Key"))),
 				slog.String("authorization", string(rc.Request.Header.Peek("Authorization"))))
 		}
@@ -112,37 +112,51 @@ func (f *Front) handle(rc *fasthttp.RequestCtx) {
 	}
 	switch string(rc.Path()) {
 	case "/healthz":
-		_ = writeJSON(rc, http.StatusOK, map[string]string{"status": "ok"})
+		_ = WriteJSON(rc, http.StatusOK, map[string]string{"status": "ok"})
 	case "/readyz":
 		rc.Response.Header.Set("Retry-After", "1")
-		_ = writeJSON(rc, http.StatusServiceUnavailable, readiness{Status: "starting", Stage: *f.stage.Load(), Checks: map[string]checkJSON{}})
+		_ = WriteJSON(rc, http.StatusServiceUnavailable, Readiness{Status: "starting", Stage: *f.stage.Load(), Checks: map[string]CheckState{}})
 	case "/metrics":
-		_ = metricsHandler(f.gatherer, f.log)(context.Background(), rc)
+		_ = MetricsHandler(f.gatherer, f.log)(context.Background(), rc)
 	case "/openapi.json":
-		_ = openAPI(context.Background(), rc)
+		_ = ServeOpenAPI(context.Background(), rc)
 	case "/docs":
-		_ = docs(context.Background(), rc)
+		_ = ServeDocs(context.Background(), rc)
 	default:
 		if name, ok := strings.CutPrefix(string(rc.Path()), "/docs/"); ok {
 			rc.SetUserValue("filepath", name)
-			if err := docsAssets(context.Background(), rc); err != nil {
+			if err := ServeDocsAsset(context.Background(), rc); err != nil {
 				writeProblem(rc, problemFor(err))
 			}
 			return
 		}
-		p := problem("starting", "the service is starting; retry shortly")
+		p := NewProblem("starting", "the service is starting; retry shortly")
 		p.RetryAfter = 1
 		writeProblem(rc, p)
 	}
+}
+
+// Readiness is the body of /readyz.
+type Readiness struct {
+	Status   string                `json:"status"`          // starting | ok | degraded | unavailable
+	Stage    string                `json:"stage,omitempty"` // while starting: what the node is doing
+	Checks   map[string]CheckState `json:"checks"`
+	Recovery any                   `json:"recovery,omitempty"` // the engine's recovery of earlier work
+}
+
+// CheckState is one dependency in /readyz.
+type CheckState struct {
+	Status   string `json:"status"` // up | down
+	Critical bool   `json:"critical"`
 }
 
 // transportError answers requests fasthttp could not parse, before routing.
 func (f *Front) transportError(rc *fasthttp.RequestCtx, err error) {
 	var p *Problem
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		p = problem("body_too_large", fmt.Sprintf("the request body is larger than %d bytes", f.maxBody))
+		p = NewProblem("body_too_large", fmt.Sprintf("the request body is larger than %d bytes", f.maxBody))
 	} else {
-		p = problem("malformed_request", "the HTTP request could not be parsed")
+		p = NewProblem("malformed_request", "the HTTP request could not be parsed")
 	}
 	if s := f.server.Load(); s != nil {
 		s.metrics.requests.WithLabelValues("unparsed", "other", fmt.Sprint(p.Status)).Inc()

@@ -38,7 +38,7 @@ func TestFrontWhileBooting(t *testing.T) {
 		}
 	}
 	_, resp := get("/readyz")
-	var r readiness
+	var r Readiness
 	if err := json.Unmarshal(resp.Body(), &r); err != nil || r.Status != "starting" || r.Stage != "applying migrations" {
 		t.Errorf("/readyz = %s; want status starting at stage applying migrations", resp.Body())
 	}

@@ -1,9 +1,12 @@
+// Idempotency-Key: a POST that changes money or messages runs once per key.
+
 package api
 
 import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"log/slog"
 	"time"
 	"unicode/utf8"
 
@@ -21,36 +24,58 @@ const maxIdempotencyKey = 255
 // persistenceLeaseMargin keeps an in-flight claim a little longer than its request may run.
 const persistenceLeaseMargin = 5 * time.Second
 
-// idempotentOp says whose key space a request's Idempotency-Key lives in and how to answer
-// a replay whose first response was recorded only as the resource it created.
-type idempotentOp struct {
-	scope        uuid.UUID // the account the key belongs to
-	namespace    string    // keeps operators' keys apart from the tenant's own ("admin:")
-	fromResource func(ctx context.Context, scope, resource uuid.UUID) (any, error)
+// KeyStore stores Idempotency-Key claims and responses.
+type KeyStore interface {
+	ClaimIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey, requestHash []byte, lease time.Duration) (persistence.IdempotencyKey, *persistence.StoredResponse, error)
+	ReleaseIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey) error
 }
 
-// idempotent runs a POST that honours Idempotency-Key. A replay of a completed request answers
-// as the first time did and runs nothing; a retry of one still running waits for its outcome.
-// run completes the key in the transaction that makes its effect durable. When run fails, the
-// key is given back only if the failure provably wrote nothing (see wroteNothing): after a
-// timeout the effect may still commit, so the key stays claimed and a retry replays it.
-func (s *Server) idempotent(ctx context.Context, rc *fasthttp.RequestCtx, op idempotentOp, run func(key *persistence.IdempotencyKey) error) error {
+// Keys runs requests under their Idempotency-Key.
+type Keys struct {
+	store  KeyStore
+	log    *slog.Logger
+	lease  time.Duration // how long a claim holds: a request's time and a margin
+	faults Faults
+}
+
+// NewKeys returns Keys for a front door configured with opts (its request timeout bounds a
+// claim's lease).
+func NewKeys(store KeyStore, opts Options, log *slog.Logger) *Keys {
+	opts = opts.withDefaults()
+	return &Keys{store: store, log: log, lease: opts.RequestTimeout + persistenceLeaseMargin, faults: opts.Faults}
+}
+
+// Op says whose key space a request's Idempotency-Key lives in and how to answer a replay
+// whose first response was recorded only as the resource it created.
+type Op struct {
+	Scope        uuid.UUID // the account the key belongs to
+	Namespace    string    // keeps operators' keys apart from the tenant's own ("admin:")
+	FromResource func(ctx context.Context, scope, resource uuid.UUID) (any, error)
+}
+
+// Run runs a POST that honours Idempotency-Key. A replay of a completed request answers as
+// the first time did and runs nothing; a retry of one still running waits for its outcome.
+// run completes the key in the transaction that makes its effect durable (key is nil without
+// the header). When run fails, the key is given back only if the failure provably wrote
+// nothing (see wroteNothing): after a timeout the effect may still commit, so the key stays
+// claimed and a retry replays it.
+func (k *Keys) Run(ctx context.Context, rc *fasthttp.RequestCtx, op Op, run func(key *persistence.IdempotencyKey) error) error {
 	raw := rc.Request.Header.Peek("Idempotency-Key")
 	if len(raw) == 0 {
 		return run(nil)
 	}
 	// Not UTF-8, it could not even be looked up: PostgreSQL text refuses it.
 	if len(raw) > maxIdempotencyKey || !utf8.Valid(raw) {
-		return problem("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters of UTF-8 text")
+		return NewProblem("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters of UTF-8 text")
 	}
-	key, replay, err := s.claim(ctx, rc, op, persistence.IdempotencyKey{AccountID: op.scope, Key: op.namespace + string(raw)})
+	key, replay, err := k.claim(ctx, rc, op, persistence.IdempotencyKey{AccountID: op.Scope, Key: op.Namespace + string(raw)})
 	if err != nil || replay {
 		return err
 	}
 	if err := run(&key); err != nil {
-		if wroteNothing(err) || s.opts.Faults.ReleaseKeys {
-			if rerr := s.Idempotency.ReleaseIdempotencyKey(context.WithoutCancel(ctx), key); rerr != nil {
-				s.Log.Warn("release idempotency key", "error", rerr) // the lease frees it in time
+		if wroteNothing(err) || k.faults.releaseKeys() {
+			if rerr := k.store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), key); rerr != nil {
+				k.log.Warn("release idempotency key", "error", rerr) // the lease frees it in time
 			}
 		}
 		return err
@@ -78,7 +103,7 @@ func wroteNothing(err error) bool {
 // claim takes the key for this request. replay is true when it answered with the stored
 // response of an earlier identical request. While that request is still running, claim waits
 // for its outcome (polling, within this request's deadline) and replays it.
-func (s *Server) claim(ctx context.Context, rc *fasthttp.RequestCtx, op idempotentOp, k persistence.IdempotencyKey) (persistence.IdempotencyKey, bool, error) {
+func (k *Keys) claim(ctx context.Context, rc *fasthttp.RequestCtx, op Op, key persistence.IdempotencyKey) (persistence.IdempotencyKey, bool, error) {
 	h := sha256.New()
 	h.Write(rc.Method())
 	h.Write([]byte{0})
@@ -88,7 +113,7 @@ func (s *Server) claim(ctx context.Context, rc *fasthttp.RequestCtx, op idempote
 	hash := h.Sum(nil)
 	wait := 20 * time.Millisecond
 	for {
-		claimed, stored, err := s.Idempotency.ClaimIdempotencyKey(ctx, k, hash, s.opts.RequestTimeout+persistenceLeaseMargin)
+		claimed, stored, err := k.store.ClaimIdempotencyKey(ctx, key, hash, k.lease)
 		if errors.Is(err, persistence.ErrIdempotencyBusy) {
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) > wait+time.Second {
 				select {
@@ -102,22 +127,20 @@ func (s *Server) claim(ctx context.Context, rc *fasthttp.RequestCtx, op idempote
 		if err != nil || stored == nil {
 			return claimed, false, err
 		}
-		return claimed, true, s.replay(ctx, rc, op, stored)
+		return claimed, true, replay(ctx, rc, op, stored)
 	}
 }
 
 // replay answers with a completed key's first response.
-func (s *Server) replay(ctx context.Context, rc *fasthttp.RequestCtx, op idempotentOp, stored *persistence.StoredResponse) error {
+func replay(ctx context.Context, rc *fasthttp.RequestCtx, op Op, stored *persistence.StoredResponse) error {
 	rc.Response.Header.Set("Idempotent-Replayed", "true")
-	if stored.Body == nil && stored.ResourceID != nil && op.fromResource != nil {
-		v, err := op.fromResource(ctx, op.scope, *stored.ResourceID)
+	if stored.Body == nil && stored.ResourceID != nil && op.FromResource != nil {
+		v, err := op.FromResource(ctx, op.Scope, *stored.ResourceID)
 		if err != nil {
 			return err
 		}
-		return writeJSON(rc, stored.Status, v)
+		return WriteJSON(rc, stored.Status, v)
 	}
-	rc.Response.Header.SetContentType("application/json; charset=utf-8")
-	rc.SetStatusCode(stored.Status)
-	rc.SetBody(stored.Body)
+	WriteJSONBody(rc, stored.Status, stored.Body)
 	return nil
 }

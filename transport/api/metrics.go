@@ -15,8 +15,7 @@ type httpMetrics struct {
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 	panics   prometheus.Counter
-	shed     prometheus.Counter   // refused by admission (503 overloaded)
-	depUp    *prometheus.GaugeVec // dependency: 1 up, 0 down, as last probed
+	shed     prometheus.Counter // refused by admission (503 overloaded)
 }
 
 // newHTTPMetrics registers the front door's series; bound reads the admission bound.
@@ -43,16 +42,12 @@ func newHTTPMetrics(reg prometheus.Registerer, bound func() int64) (*httpMetrics
 			Namespace: "tuma", Subsystem: "http", Name: "shed_total",
 			Help: "API requests refused at once with 503 overloaded because TUMA_MAX_IN_FLIGHT were being served.",
 		}),
-		depUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "tuma", Subsystem: "dependency", Name: "up",
-			Help: "Whether a dependency answered its last probe (1) or not (0): postgres, redis.",
-		}, []string{"dependency"}),
 	}
 	admissionLimit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "tuma", Subsystem: "http", Name: "admission_limit",
 		Help: "API requests the node takes at once now (adapts between a floor and TUMA_MAX_IN_FLIGHT; 0: no bound).",
 	}, func() float64 { return float64(bound()) })
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.panics, m.shed, m.depUp, admissionLimit} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.panics, m.shed, admissionLimit} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -38,18 +38,18 @@ func BenchmarkAuthMiddlewareAPIKey(b *testing.B) {
 	}
 	reg := prometheus.NewRegistry()
 	tokens := auth.NewTokens([]byte("0123456789abcdef0123456789abcdef"), nil)
-	s, err := New(Options{}, Deps{Log: log, Registerer: reg, Gatherer: reg,
-		Auth: auth.NewAuthenticator(st, principals, tokens), Limiter: redis.NewLimiter(rc, 0)})
+	s, err := New(Options{}, Deps{Log: log, Registerer: reg,
+		Auth: auth.NewAuthenticator(st, principals, tokens), Limiter: redis.NewLimiter(rc, 0)},
+		route("GET", "/bench", Account, func(_ context.Context, rc *fasthttp.RequestCtx) error {
+			if Principal(rc).Source != auth.SourceAPI {
+				b.Fatal("not authenticated by key")
+			}
+			rc.SetStatusCode(204)
+			return nil
+		}))
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.handle("GET", "/bench", authed, func(_ context.Context, rc *fasthttp.RequestCtx) error {
-		if principal(rc).Source != auth.SourceAPI {
-			b.Fatal("not authenticated by key")
-		}
-		rc.SetStatusCode(204)
-		return nil
-	})
 	h := s.Handler()
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetRequestURI("/bench")

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -55,15 +57,15 @@ func (p *Problem) MarshalJSON() ([]byte, error) {
 	return append(out, extra[1:]...), nil
 }
 
-// Helpers for the problems handlers raise most.
-func notFound(detail string) error { return problem("not_found", detail) }
+// NotFound is a 404 saying what was not found.
+func NotFound(detail string) error { return NewProblem("not_found", detail) }
 
-// invalid is a 422 naming the invalid fields.
-func invalid(errs ...FieldError) *Problem { return invalidAs("validation_failed", errs...) }
+// Invalid is a 422 naming the invalid fields.
+func Invalid(errs ...FieldError) *Problem { return InvalidAs("validation_failed", errs...) }
 
-// invalidAs is a 422 of a more specific code, naming the invalid fields.
-func invalidAs(code string, errs ...FieldError) *Problem {
-	p := problem(code, "the request has invalid fields")
+// InvalidAs is a 422 of a more specific code, naming the invalid fields.
+func InvalidAs(code string, errs ...FieldError) *Problem {
+	p := NewProblem(code, "the request has invalid fields")
 	if len(errs) == 1 {
 		p.Detail = errs[0].Field + ": " + errs[0].Message
 	}
@@ -71,10 +73,11 @@ func invalidAs(code string, errs ...FieldError) *Problem {
 	return p
 }
 
-// tooManyRequests is a 429 of the given code with its Retry-After.
-func tooManyRequests(code, detail string, retryAfterSeconds int) error {
-	p := problem(code, detail)
-	p.RetryAfter = max(retryAfterSeconds, 1)
+// TooManyRequests is a 429 of the given code, with Retry-After the wait in whole seconds (at
+// least one).
+func TooManyRequests(code, detail string, retryAfter time.Duration) error {
+	p := NewProblem(code, detail)
+	p.RetryAfter = max(int(math.Ceil(retryAfter.Seconds())), 1)
 	return p
 }
 
@@ -88,50 +91,50 @@ func problemFor(err error) *Problem {
 	case errors.As(err, new(*actors.InsufficientBalanceError)):
 		var ib *actors.InsufficientBalanceError
 		errors.As(err, &ib)
-		return problem("insufficient_balance", ib.Error())
+		return NewProblem("insufficient_balance", ib.Error())
 	case errors.Is(err, persistence.ErrInsufficientBalance):
-		return problem("insufficient_balance", "the balance cannot cover this send")
+		return NewProblem("insufficient_balance", "the balance cannot cover this send")
 	case errors.Is(err, payments.ErrUnavailable):
-		p := problem("payment_provider_unavailable", "the payment provider cannot be reached; nothing was charged, try again shortly")
+		p := NewProblem("payment_provider_unavailable", "the payment provider cannot be reached; nothing was charged, try again shortly")
 		p.RetryAfter = 30
 		return p
 	case errors.Is(err, actors.ErrStopping), errors.Is(err, actors.ErrBusy), errors.Is(err, context.DeadlineExceeded):
 		// The engine or the store did not answer within the request's deadline: the outcome is
 		// unknown, so the client retries (with its Idempotency-Key), never takes it as refused.
-		p := problem("unavailable", "the service is busy or restarting; retry shortly")
+		p := NewProblem("unavailable", "the service is busy or restarting; retry shortly")
 		p.RetryAfter = 2
 		return p
 	case persistence.Unreachable(err):
 		// PostgreSQL is down or restarting: the request may succeed once it is back.
-		p := problem("unavailable", "the database cannot be reached; retry shortly (with the same Idempotency-Key)")
+		p := NewProblem("unavailable", "the database cannot be reached; retry shortly (with the same Idempotency-Key)")
 		p.RetryAfter = 5 // as /readyz says while PostgreSQL is down
 		return p
 	case errors.Is(err, auth.ErrUnauthenticated):
-		return problem("unauthenticated", "missing or invalid credentials")
+		return NewProblem("unauthenticated", "missing or invalid credentials")
 	case errors.Is(err, auth.ErrSuspended):
-		return problem("account_suspended", "this account is suspended")
+		return NewProblem("account_suspended", "this account is suspended")
 	case errors.Is(err, persistence.ErrNotFound):
-		return problem("not_found", "no such resource")
+		return NewProblem("not_found", "no such resource")
 	case errors.Is(err, persistence.ErrEmailTaken):
-		return problem("email_taken", "an account with this email already exists")
+		return NewProblem("email_taken", "an account with this email already exists")
 	case errors.Is(err, persistence.ErrTokenInvalid):
-		return problem("invalid_refresh_token", "the refresh token is invalid or expired")
+		return NewProblem("invalid_refresh_token", "the refresh token is invalid or expired")
 	case errors.Is(err, persistence.ErrTokenReused):
-		return problem("refresh_token_reused", "this refresh token was already used; every session started from the same login has been ended")
+		return NewProblem("refresh_token_reused", "this refresh token was already used; every session started from the same login has been ended")
 	case errors.Is(err, persistence.ErrIdempotencyBusy), errors.Is(err, persistence.ErrIdempotencyLost):
-		return problem("idempotency_key_in_use", "a request with this Idempotency-Key is still being processed")
+		return NewProblem("idempotency_key_in_use", "a request with this Idempotency-Key is still being processed")
 	case errors.Is(err, persistence.ErrIdempotencyUsed):
-		return problem("idempotency_key_reused", "this Idempotency-Key was already used with a different request")
+		return NewProblem("idempotency_key_reused", "this Idempotency-Key was already used with a different request")
 	case errors.Is(err, persistence.ErrContactExists):
-		return problem("contact_exists", "a contact with this phone exists already")
+		return NewProblem("contact_exists", "a contact with this phone exists already")
 	case errors.Is(err, persistence.ErrContactOptedOut):
-		return problem("contact_opted_out", "a contact with this phone opted out: it cannot be added again")
+		return NewProblem("contact_opted_out", "a contact with this phone opted out: it cannot be added again")
 	case errors.Is(err, persistence.ErrSenderExists):
-		return problem("sender_exists", err.Error())
+		return NewProblem("sender_exists", err.Error())
 	case errors.Is(err, persistence.ErrInvalidState):
-		return problem("invalid_state", err.Error())
+		return NewProblem("invalid_state", err.Error())
 	}
-	return problem("internal_error", "an unexpected error occurred; it has been logged")
+	return NewProblem("internal_error", "an unexpected error occurred; it has been logged")
 }
 
 // writeProblem sends p as application/problem+json with the headers its status calls for.
@@ -139,7 +142,7 @@ func writeProblem(rc *fasthttp.RequestCtx, p *Problem) {
 	body, err := json.Marshal(p)
 	if err != nil {
 		body = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500,"code":"internal_error"}`)
-		p = problem("internal_error", "")
+		p = NewProblem("internal_error", "")
 	}
 	rc.Response.Header.SetContentType("application/problem+json")
 	switch p.Status {

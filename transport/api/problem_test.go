@@ -23,15 +23,15 @@ func TestKESFormatting(t *testing.T) {
 		want  string
 	}{{0, "0.00"}, {5, "0.05"}, {50, "0.50"}, {250, "2.50"}, {123456, "1234.56"}, {-48, "-0.48"}}
 	for _, tt := range tests {
-		b, err := json.Marshal(kes(tt.cents))
+		b, err := json.Marshal(KES(tt.cents))
 		if err != nil || string(b) != tt.want {
-			t.Errorf("kes(%d) = %s, %v; want %s", tt.cents, b, err, tt.want)
+			t.Errorf("KES(%d) = %s, %v; want %s", tt.cents, b, err, tt.want)
 		}
 	}
 }
 
 func TestProblemJSONFlattensExtra(t *testing.T) {
-	p := problem("invalid_code", "wrong code")
+	p := NewProblem("invalid_code", "wrong code")
 	p.Extra = map[string]any{"attempts_remaining": 3}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -61,7 +61,7 @@ func TestProblemForMapsDomainErrors(t *testing.T) {
 		{persistence.ErrIdempotencyUsed, 422, "idempotency_key_reused"},
 		{auth.ErrUnauthenticated, 401, "unauthenticated"},
 		{auth.ErrSuspended, 403, "account_suspended"},
-		{problem("malformed_json", "x"), 400, "malformed_json"},
+		{NewProblem("malformed_json", "x"), 400, "malformed_json"},
 		// A store call that ran out of the request's time: unknown outcome, retry.
 		{fmt.Errorf("create account: timeout: %w", context.DeadlineExceeded), 503, "unavailable"},
 		{errors.New("pq: relation accounts is on fire"), 500, "internal_error"},
@@ -92,6 +92,8 @@ func TestDecodeJSONErrors(t *testing.T) {
 		{`{"name": "x"`, 400, ""},
 		{`{"name": "x"} trailing`, 400, ""},
 		{`{"name": 'x'}`, 400, ""},
+		{`{"`, 400, ""}, // a string left open: it panicked (a 500) before the decoder saw it
+		{`{"name":"x","name`, 400, ""},
 		{`{"name": 5}`, 422, "name"},
 		{`{"count": "5"}`, 422, "count"},
 		{`{"tags": "a"}`, 422, "tags"},
@@ -100,7 +102,7 @@ func TestDecodeJSONErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var v body
-		err := decodeJSONBytes([]byte(tt.in), &v)
+		err := ParseJSON([]byte(tt.in), &v)
 		if tt.status == 0 {
 			if err != nil {
 				t.Errorf("decode(%q) = %v; want success", tt.in, err)
@@ -114,33 +116,6 @@ func TestDecodeJSONErrors(t *testing.T) {
 		}
 		if tt.field != "" && (len(p.Errors) != 1 || p.Errors[0].Field != tt.field) {
 			t.Errorf("decode(%q) errors = %+v; want one naming %q", tt.in, p.Errors, tt.field)
-		}
-	}
-}
-
-func TestPasswordPolicy(t *testing.T) {
-	tests := []struct {
-		pw   string
-		want []string
-	}{
-		{"Secret123", nil},
-		{"Sh0rt", []string{"must be at least 8 characters long"}},
-		{"lowercase1", []string{"must contain at least one uppercase letter"}},
-		{"NoDigitsHere", []string{"must contain at least one digit"}},
-		{"short", []string{"must be at least 8 characters long", "must contain at least one uppercase letter", "must contain at least one digit"}},
-	}
-	for _, tt := range tests {
-		var fe fieldErrors
-		checkPassword(&fe, "password", tt.pw)
-		var got []string
-		for _, e := range fe {
-			if e.Field != "password" {
-				t.Errorf("checkPassword(%q) names field %q; want password", tt.pw, e.Field)
-			}
-			got = append(got, e.Message)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
-			t.Errorf("checkPassword(%q) = %q; want %q", tt.pw, got, tt.want)
 		}
 	}
 }
@@ -159,9 +134,9 @@ func TestNormalizeEmail(t *testing.T) {
 		{"jane@@example.com", "", false},
 	}
 	for _, tt := range tests {
-		got, ok := normalizeEmail(tt.in)
+		got, ok := NormalizeEmail(tt.in)
 		if got != tt.want || ok != tt.ok {
-			t.Errorf("normalizeEmail(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+			t.Errorf("NormalizeEmail(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
 }
@@ -181,10 +156,9 @@ func TestDatabaseDownIs503WithRetryAfter(t *testing.T) {
 	if refused == nil {
 		t.Fatal("connected to a closed port")
 	}
-	s, _ := bareServer(t, Options{})
-	s.handle("POST", "/needs-the-database", public, func(context.Context, *fasthttp.RequestCtx) error {
+	s, _ := bareServer(t, Options{}, route("POST", "/needs-the-database", Public, func(context.Context, *fasthttp.RequestCtx) error {
 		return fmt.Errorf("claim idempotency key: %w", refused)
-	})
+	}))
 	c := serveInMemory(t, s)
 	status, h, p := call(t, c, "POST", "/needs-the-database", "", nil)
 	if status != 503 || p.Code != "unavailable" {

@@ -1,5 +1,5 @@
 // Problem codes: the one table of every code an error response may carry, with its HTTP
-// status. Handlers build problems only from it (problem), /openapi.json publishes it, and
+// status. Handlers build problems only from it (NewProblem), /openapi.json publishes it, and
 // TestProblemCatalogue fails when the handlers, this table and the document disagree.
 
 package api
@@ -78,9 +78,9 @@ var problemIndex = func() map[string]ProblemType {
 // ProblemTypes lists every problem code (the API reference and its tests).
 func ProblemTypes() []ProblemType { return append([]ProblemType(nil), problemTypes...) }
 
-// problem builds the problem of a catalogued code. An unknown code is a programming error,
+// NewProblem builds the problem of a catalogued code. An unknown code is a programming error,
 // which TestProblemCatalogue finds before any request does.
-func problem(code, detail string) *Problem {
+func NewProblem(code, detail string) *Problem {
 	t, ok := problemIndex[code]
 	if !ok {
 		panic(fmt.Sprintf("problem code %q is not in the catalogue (problems.go)", code))

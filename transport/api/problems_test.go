@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,20 +14,30 @@ import (
 	"testing"
 )
 
-// codesInSource returns the problem codes the package's code raises: string literals given
-// to problem, invalidAs or tooManyRequests, or assigned to a variable named code.
+// codesInSource returns the problem codes the front door's code raises, here and in the
+// groups below: string literals given to NewProblem, InvalidAs or TooManyRequests (api.X
+// outside this package), or assigned to a variable named code.
 func codesInSource(t *testing.T) map[string]string {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
+	var files []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") && path != "problems.go" {
+			files = append(files, path)
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	codes := map[string]string{}
 	fset := token.NewFileSet()
 	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") || f == "problems.go" {
-			continue
-		}
 		file, err := parser.ParseFile(fset, f, nil, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -40,9 +51,18 @@ func codesInSource(t *testing.T) map[string]string {
 		ast.Inspect(file, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.CallExpr:
-				if id, ok := n.Fun.(*ast.Ident); ok && len(n.Args) > 0 {
-					switch id.Name {
-					case "problem", "invalidAs", "tooManyRequests":
+				name := ""
+				switch fun := n.Fun.(type) {
+				case *ast.Ident:
+					name = fun.Name
+				case *ast.SelectorExpr:
+					if x, ok := fun.X.(*ast.Ident); ok && x.Name == "api" {
+						name = fun.Sel.Name
+					}
+				}
+				switch name {
+				case "NewProblem", "InvalidAs", "TooManyRequests":
+					if len(n.Args) > 0 {
 						lit(n.Args[0])
 					}
 				}
@@ -55,6 +75,9 @@ func codesInSource(t *testing.T) map[string]string {
 			}
 			return true
 		})
+	}
+	if len(files) < 20 {
+		t.Fatalf("found %d files; the walk missed the groups", len(files))
 	}
 	return codes
 }
@@ -132,5 +155,5 @@ func TestUnknownProblemCodePanics(t *testing.T) {
 			t.Error("problem with an uncatalogued code did not panic")
 		}
 	}()
-	problem("no_such_code", "")
+	NewProblem("no_such_code", "")
 }

@@ -1,12 +1,9 @@
-// Query parameters: reading them, telling malformed ones (400) from out-of-range ones (422),
-// and the opaque cursors that page through growing lists.
+// Query parameters: reading them, and telling malformed ones (400) from out-of-range ones
+// (422).
 
 package api
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"math"
 	"slices"
 	"strconv"
@@ -16,40 +13,49 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/strictjson"
 )
 
-// query reads a request's query parameters. A value that is not of its kind at all
+// Query reads a request's query parameters. A value that is not of its kind at all
 // (page=abc) is malformed: 400, as CONTRACT §1 says. A well-formed value outside what the
-// parameter allows (page_size=500, status=unknown) is invalid: 422.
-type query struct {
+// parameter allows (page_size=500, status=unknown) is invalid: 422. Err reports them all.
+type Query struct {
 	rc               *fasthttp.RequestCtx
-	malformed, wrong fieldErrors
+	malformed, wrong FieldErrors
 }
 
-func newQuery(rc *fasthttp.RequestCtx) *query { return &query{rc: rc} }
+// NewQuery reads rc's query parameters.
+func NewQuery(rc *fasthttp.RequestCtx) *Query { return &Query{rc: rc} }
 
-// raw is a parameter's text; text no store can hold (a NUL, invalid UTF-8) is malformed.
-func (q *query) raw(name string) string {
+// Text is a parameter's text ("" when absent); text no store can hold (a NUL, invalid UTF-8)
+// is malformed.
+func (q *Query) Text(name string) string {
 	v := string(q.rc.QueryArgs().Peek(name))
-	if !storableText(v) {
-		q.malformed.add(name, "must be text without NUL bytes, in UTF-8")
+	if !strictjson.Storable(v) {
+		q.malformed.Add(name, "must be text without NUL bytes, in UTF-8")
 		return ""
 	}
 	return v
 }
 
+// Malformed records a parameter that is not of its kind (400).
+func (q *Query) Malformed(name, msg string) { q.malformed.Add(name, msg) }
+
+// Invalid records a parameter outside what it allows (422).
+func (q *Query) Invalid(name, msg string) { q.wrong.Add(name, msg) }
+
 // Int reads an integer parameter in [lo, hi], def when absent.
-func (q *query) Int(name string, def, lo, hi int) int {
-	raw := q.raw(name)
+func (q *Query) Int(name string, def, lo, hi int) int {
+	raw := q.Text(name)
 	if raw == "" {
 		return def
 	}
 	n, err := strconv.Atoi(raw)
 	switch {
 	case err != nil:
-		q.malformed.add(name, "must be an integer")
+		q.malformed.Add(name, "must be an integer")
 	case n < lo || n > hi:
-		q.wrong.add(name, "must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
+		q.wrong.Add(name, "must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
 	default:
 		return n
 	}
@@ -57,7 +63,7 @@ func (q *query) Int(name string, def, lo, hi int) int {
 }
 
 // IntIn reads an integer parameter that must be one of allowed, def when absent.
-func (q *query) IntIn(name string, def int, allowed ...int) int {
+func (q *Query) IntIn(name string, def int, allowed ...int) int {
 	n := q.Int(name, def, math.MinInt, math.MaxInt)
 	if slices.Contains(allowed, n) {
 		return n
@@ -66,42 +72,27 @@ func (q *query) IntIn(name string, def int, allowed ...int) int {
 	for i, a := range allowed {
 		words[i] = strconv.Itoa(a)
 	}
-	q.wrong.add(name, "must be one of "+strings.Join(words, ", "))
+	q.wrong.Add(name, "must be one of "+strings.Join(words, ", "))
 	return def
 }
 
 // UUID reads an optional UUID parameter.
-func (q *query) UUID(name string) *uuid.UUID {
-	raw := q.raw(name)
+func (q *Query) UUID(name string) *uuid.UUID {
+	raw := q.Text(name)
 	if raw == "" {
 		return nil
 	}
 	id, err := uuid.Parse(raw)
 	if err != nil {
-		q.malformed.add(name, "must be a UUID")
+		q.malformed.Add(name, "must be a UUID")
 		return nil
 	}
 	return &id
 }
 
-// Enum reads an optional parameter that must be one of allowed ("" when absent).
-func (q *query) Enum(name string, allowed ...string) string {
-	raw := q.raw(name)
-	if raw == "" {
-		return ""
-	}
-	for _, a := range allowed {
-		if raw == a {
-			return raw
-		}
-	}
-	q.wrong.add(name, "must be one of "+strings.Join(allowed, ", "))
-	return ""
-}
-
-// enum reads an optional parameter that must be one of allowed ("" when absent or wrong).
-func enum[T ~string](q *query, name string, allowed []T) T {
-	raw := q.raw(name)
+// Enum reads an optional parameter that must be one of allowed ("" when absent or wrong).
+func Enum[T ~string](q *Query, name string, allowed ...T) T {
+	raw := q.Text(name)
 	if raw == "" {
 		return ""
 	}
@@ -112,105 +103,42 @@ func enum[T ~string](q *query, name string, allowed []T) T {
 		}
 		names[i] = string(a)
 	}
-	q.wrong.add(name, "must be one of "+strings.Join(names, ", "))
+	q.wrong.Add(name, "must be one of "+strings.Join(names, ", "))
 	return ""
 }
 
-// err is the problem for what was wrong, malformed parameters first.
-func (q *query) err() error {
+// Err is the problem for what was wrong, malformed parameters first.
+func (q *Query) Err() error {
 	if len(q.malformed) > 0 {
-		p := problem("malformed_query", "malformed query parameters")
+		p := NewProblem("malformed_query", "malformed query parameters")
 		if len(q.malformed) == 1 {
 			p.Detail = q.malformed[0].Field + ": " + q.malformed[0].Message
 		}
 		p.Errors = q.malformed
 		return p
 	}
-	return q.wrong.err()
+	return q.wrong.Err()
 }
 
 const maxPageSize = 100
 
-// list is how a list is paged: by page number, or by a cursor (keyset) that pages a list
-// growing at its head without showing any row twice.
-type list struct {
-	kind    byte // which list a cursor belongs to
-	account uuid.UUID
-	scope   string // the filters a cursor was issued with
-	codec   cursorCodec
-}
-
 // Page reads page and page_size, or cursor instead of page.
-func (q *query) Page(l list) persistence.Page {
+func (q *Query) Page(l List) persistence.Page {
 	p := persistence.Page{Size: q.Int("page_size", 20, 1, maxPageSize)}
-	raw := q.raw("cursor")
+	raw := q.Text("cursor")
 	if raw == "" {
 		p.Number = q.Int("page", 1, 1, 1<<31-1)
 		return p
 	}
-	if q.raw("page") != "" {
-		q.malformed.add("cursor", "page and cursor cannot be used together")
+	if q.Text("page") != "" {
+		q.malformed.Add("cursor", "page and cursor cannot be used together")
 		return p
 	}
-	after, ok := l.codec.decode(raw, l)
+	after, ok := l.decode(raw)
 	if !ok {
-		q.malformed.add("cursor", "is not a cursor this list issued (malformed, altered, or another list's or account's)")
+		q.malformed.Add("cursor", "is not a cursor this list issued (malformed, altered, or another list's or account's)")
 		return p
 	}
 	p.After = &after
 	return p
-}
-
-// cursorCodec makes opaque cursors: the list, the last row id, and a MAC over both with the
-// account and the filters. A cursor altered, or used by another account or with other filters,
-// fails the MAC: it can never page into rows its holder was not listing.
-type cursorCodec struct{ key []byte }
-
-const cursorMAC = 16
-
-func (c cursorCodec) mac(l list, last uuid.UUID) []byte {
-	m := hmac.New(sha256.New, c.key)
-	m.Write([]byte{l.kind})
-	m.Write(l.account[:])
-	m.Write(last[:])
-	m.Write([]byte(l.scope))
-	return m.Sum(nil)[:cursorMAC]
-}
-
-func (c cursorCodec) encode(l list, last uuid.UUID) string {
-	b := make([]byte, 0, 1+16+cursorMAC)
-	b = append(b, l.kind)
-	b = append(b, last[:]...)
-	b = append(b, c.mac(l, last)...)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func (c cursorCodec) decode(s string, l list) (uuid.UUID, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != 1+16+cursorMAC || b[0] != l.kind {
-		return uuid.Nil, false
-	}
-	last := uuid.UUID(b[1:17])
-	return last, hmac.Equal(b[17:], c.mac(l, last))
-}
-
-// Lists that page by cursor.
-const (
-	listMessages byte = iota + 1
-	listTransactions
-	listReview    // the operators' sender ID review queue (pages by number only)
-	listContacts  // an account's active contacts
-	listCampaigns // an account's campaigns (plain array; by cursor when page_size is given)
-)
-
-// list describes one of the account's lists for its cursors; filters are name=value pairs.
-func (s *Server) list(kind byte, account uuid.UUID, filters ...string) list {
-	return list{kind: kind, account: account, scope: strings.Join(filters, "&"), codec: cursorCodec{key: s.opts.CursorSecret}}
-}
-
-func optID(id *uuid.UUID) string {
-	if id == nil {
-		return ""
-	}
-	return id.String()
 }

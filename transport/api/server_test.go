@@ -14,22 +14,33 @@ import (
 	"github.com/valyala/fasthttp/fasthttputil"
 )
 
-// bareServer is a front door with no stores: enough for routing, errors and metrics.
-func bareServer(t *testing.T, opts Options) (*Server, *prometheus.Registry) {
+// bareServer is a front door with no stores: enough for routing, errors and metrics. Besides
+// the routes of groups it has GET /healthz.
+func bareServer(t *testing.T, opts Options, groups ...Group) (*Server, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	s, err := New(opts, Deps{Log: slog.New(slog.DiscardHandler), Registerer: reg, Gatherer: reg})
+	healthz := GroupFunc(func(r *Router) {
+		r.Handle("GET", "/healthz", Public, func(_ context.Context, rc *fasthttp.RequestCtx) error {
+			return WriteJSON(rc, 200, map[string]string{"status": "ok"})
+		})
+	})
+	s, err := New(opts, Deps{Log: slog.New(slog.DiscardHandler), Registerer: reg}, append(groups, healthz)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, reg
 }
 
+// route is a group of one route.
+func route(method, path string, acc Access, h Handler) Group {
+	return GroupFunc(func(r *Router) { r.Handle(method, path, acc, h) })
+}
+
 // serveInMemory runs s on an in-memory listener and returns a client for it.
 func serveInMemory(t *testing.T, s *Server) *fasthttp.Client {
 	t.Helper()
 	ln := fasthttputil.NewInmemoryListener()
-	f := NewFront(s.opts.MaxBodyBytes, s.Gatherer, s.Log)
+	f := NewFront(s.opts.MaxBodyBytes, prometheus.NewRegistry(), s.log)
 	f.Attach(s)
 	go func() { _ = f.Serve(ln) }()
 	t.Cleanup(func() { _ = f.Shutdown(context.Background()) })
@@ -62,11 +73,10 @@ func call(t *testing.T, c *fasthttp.Client, method, path, contentType string, bo
 }
 
 func TestRoutingProblems(t *testing.T) {
-	s, reg := bareServer(t, Options{MaxBodyBytes: 1024})
-	s.handle("POST", "/echo", public, func(_ context.Context, rc *fasthttp.RequestCtx) error {
+	s, reg := bareServer(t, Options{MaxBodyBytes: 1024}, route("POST", "/echo", Public, func(_ context.Context, rc *fasthttp.RequestCtx) error {
 		var v struct{}
-		return decodeJSON(rc, &v)
-	})
+		return DecodeJSON(rc, &v)
+	}))
 	c := serveInMemory(t, s)
 
 	status, _, p := call(t, c, "GET", "/no/such/path", "", nil)
@@ -101,10 +111,9 @@ func TestRoutingProblems(t *testing.T) {
 }
 
 func TestPanicBecomesOpaque500(t *testing.T) {
-	s, _ := bareServer(t, Options{})
-	s.handle("GET", "/boom", public, func(context.Context, *fasthttp.RequestCtx) error {
+	s, _ := bareServer(t, Options{}, route("GET", "/boom", Public, func(context.Context, *fasthttp.RequestCtx) error {
 		panic("database password is hunter2")
-	})
+	}))
 	c := serveInMemory(t, s)
 	status, h, p := call(t, c, "GET", "/boom", "", nil)
 	if status != 500 || p.Code != "internal_error" || strings.Contains(p.Detail, "hunter2") {

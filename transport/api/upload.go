@@ -52,7 +52,7 @@ func boundBody(rc *fasthttp.RequestCtx, maxBody int) error {
 	var buf bytes.Buffer
 	n, err := io.Copy(&buf, io.LimitReader(stream, int64(maxBody)+1))
 	if err != nil {
-		return problem("malformed_request", "the request body could not be read")
+		return NewProblem("malformed_request", "the request body could not be read")
 	}
 	if n > int64(maxBody) {
 		return tooLarge(rc, maxBody)
@@ -65,7 +65,7 @@ func boundBody(rc *fasthttp.RequestCtx, maxBody int) error {
 // of the body is never read.
 func tooLarge(rc *fasthttp.RequestCtx, limit int) error {
 	rc.SetConnectionClose()
-	return problem("body_too_large", fmt.Sprintf("the request body is larger than %d bytes", limit))
+	return NewProblem("body_too_large", fmt.Sprintf("the request body is larger than %d bytes", limit))
 }
 
 // limited reads at most n bytes and then fails with errBodyTooLarge (not EOF: a body cut short
@@ -91,20 +91,20 @@ func (l *limited) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// formPart is one part of a multipart body, as the handler sees it.
-type formPart struct {
+// FormPart is one part of a multipart body, as the handler sees it.
+type FormPart struct {
 	Name     string // the form field
 	FileName string // as the client named it: for messages only, never for storage
 	Body     *bufio.Reader
 }
 
-// eachPart reads a multipart/form-data body of at most maxBody bytes as a stream and calls
+// EachPart reads a multipart/form-data body of at most maxBody bytes as a stream and calls
 // each for every part, in order; a part each does not read to its end is skipped. An error
 // from each ends the reading (the connection then closes: the rest is never read).
-func eachPart(rc *fasthttp.RequestCtx, maxBody int, each func(p formPart) error) error {
+func EachPart(rc *fasthttp.RequestCtx, maxBody int, each func(p FormPart) error) error {
 	mt, params, err := mime.ParseMediaType(string(rc.Request.Header.ContentType()))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
-		return problem("unsupported_media_type", "send the files as multipart/form-data")
+		return NewProblem("unsupported_media_type", "send the files as multipart/form-data")
 	}
 	if cl := rc.Request.Header.ContentLength(); cl > maxBody {
 		return tooLarge(rc, maxBody)
@@ -123,10 +123,10 @@ func eachPart(rc *fasthttp.RequestCtx, maxBody int, each func(p formPart) error)
 			return tooLarge(rc, maxBody)
 		case err != nil:
 			rc.SetConnectionClose()
-			return problem("malformed_multipart", "the multipart body could not be read: "+strings.TrimPrefix(err.Error(), "multipart: "))
+			return NewProblem("malformed_multipart", "the multipart body could not be read: "+strings.TrimPrefix(err.Error(), "multipart: "))
 		}
 		pr := &partReader{r: part}
-		perr := each(formPart{Name: part.FormName(), FileName: part.FileName(), Body: bufio.NewReaderSize(pr, 4096)})
+		perr := each(FormPart{Name: part.FormName(), FileName: part.FileName(), Body: bufio.NewReaderSize(pr, 4096)})
 		part.Close()
 		if perr != nil {
 			rc.SetConnectionClose()
@@ -136,7 +136,7 @@ func eachPart(rc *fasthttp.RequestCtx, maxBody int, each func(p formPart) error)
 			case pr.err != nil && !errors.Is(pr.err, io.EOF):
 				// The body itself was bad (cut short, a broken boundary), whatever the
 				// handler made of it.
-				return problem("malformed_multipart", "the multipart body could not be read: a part ends early")
+				return NewProblem("malformed_multipart", "the multipart body could not be read: a part ends early")
 			}
 			return perr
 		}
@@ -147,15 +147,7 @@ func eachPart(rc *fasthttp.RequestCtx, maxBody int, each func(p formPart) error)
 type uploadRoute struct {
 	method string
 	path   string
-	segs   []string
 	limit  int
-}
-
-// handleUpload registers a route whose body (multipart, at most limit bytes) the handler
-// reads as a stream with eachPart.
-func (s *Server) handleUpload(method, path string, acc access, limit int, h handler) {
-	s.uploads = append(s.uploads, uploadRoute{method: method, path: path, segs: strings.Split(path, "/"), limit: limit})
-	s.handle(method, path, acc, h)
 }
 
 // uploadLimit is a registered route's upload limit (0 for routes with JSON or no bodies).

@@ -1,7 +1,7 @@
 // Package payments talks to payment providers for hosted checkouts: a client of the Paystack
-// transaction API (which Tuma's built-in sandbox also speaks, so one code path serves both),
-// webhook parsing and signature schemes, the sandbox's webhook sender, and the Confirmer that
-// turns a provider's word into at most one credit per reference.
+// transaction API (which Tuma's built-in sandbox, transport/api/sandbox, also speaks, so one
+// code path serves both), webhook parsing and signature schemes, and the Confirmer that turns
+// a provider's word into at most one credit per reference.
 package payments
 
 import (
@@ -34,6 +34,21 @@ type RejectedError struct {
 
 func (e *RejectedError) Error() string {
 	return fmt.Sprintf("payment provider refused the request (%d): %s", e.Status, e.Message)
+}
+
+// ValidReference reports whether ref is in the alphabet of Paystack's references (Tuma's are
+// TUMA- and base32): anything else is no reference of ours, and may be text a store cannot
+// even look up (NUL, invalid UTF-8).
+func ValidReference(ref string) bool {
+	if len(ref) == 0 || len(ref) > 100 {
+		return false
+	}
+	for _, c := range []byte(ref) {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '=' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // Init is a checkout to start.

@@ -166,3 +166,14 @@ func TestPaystackSignature(t *testing.T) {
 		t.Error("a changed body passed")
 	}
 }
+
+func TestValidReference(t *testing.T) {
+	for ref, want := range map[string]bool{
+		"TUMA-ABC234": true, "SBX-abc.1=": true, strings.Repeat("A", 100): true,
+		"": false, strings.Repeat("A", 101): false, "a b": false, "a\x00b": false, "\xed\xa0\x80": false, "TUMA_X": false,
+	} {
+		if got := ValidReference(ref); got != want {
+			t.Errorf("ValidReference(%q) = %v; want %v", ref, got, want)
+		}
+	}
+}

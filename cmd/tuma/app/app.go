@@ -22,6 +22,7 @@ import (
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/redis"
 	"github.com/tuma-sms/tuma/transport/api"
+	"github.com/tuma-sms/tuma/transport/api/sandbox"
 	"github.com/tuma-sms/tuma/transport/mail"
 	"github.com/tuma-sms/tuma/transport/payments"
 )
@@ -66,7 +67,7 @@ type App struct {
 	engine      *actors.Engine
 	outbox      *mail.Outbox
 	confirm     *payments.Confirmer
-	hooks       *payments.SandboxHooks // nil unless the sandbox provider is on
+	hooks       *sandbox.Hooks // nil unless the sandbox provider is on
 	http        *api.Server
 }
 

@@ -19,6 +19,16 @@ import (
 	"github.com/tuma-sms/tuma/persistence/documents"
 	"github.com/tuma-sms/tuma/persistence/redis"
 	"github.com/tuma-sms/tuma/transport/api"
+	"github.com/tuma-sms/tuma/transport/api/accounts"
+	"github.com/tuma-sms/tuma/transport/api/admin"
+	"github.com/tuma-sms/tuma/transport/api/campaigns"
+	"github.com/tuma-sms/tuma/transport/api/contacts"
+	"github.com/tuma-sms/tuma/transport/api/notifications"
+	"github.com/tuma-sms/tuma/transport/api/ops"
+	"github.com/tuma-sms/tuma/transport/api/sandbox"
+	"github.com/tuma-sms/tuma/transport/api/senders"
+	"github.com/tuma-sms/tuma/transport/api/sms"
+	"github.com/tuma-sms/tuma/transport/api/wallet"
 	"github.com/tuma-sms/tuma/transport/auth"
 	"github.com/tuma-sms/tuma/transport/mail"
 	"github.com/tuma-sms/tuma/transport/payments"
@@ -72,89 +82,112 @@ func (a *App) boot(ctx context.Context) (err error) {
 		return err
 	}
 
-	provider, sandbox := a.buildPayments()
+	provider, sandboxOn := a.buildPayments()
 	docs, err := documents.Open(cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("TUMA_DATA_DIR: %w", err)
 	}
 
+	a.http, err = a.frontDoor(provider, sandboxOn, docs)
+	return err
+}
+
+// frontDoor builds the HTTP front door: the chain, and each group of endpoints with the
+// collaborators it uses.
+func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *documents.Folder) (*api.Server, error) {
+	cfg, log := a.cfg, a.log
 	passwords, err := auth.NewPasswords(cfg.BcryptCost)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tokens := auth.NewTokens([]byte(cfg.JWTSecret), a.now)
 	principals := redis.NewPrincipals(a.redis, 5*time.Minute)
+	limiter := redis.NewLimiter(a.redis, cfg.LocalLimitKeys)
+	plan := carriers.DefaultPlan()
+	mailer := waker{a.engine, workerMail}
+	messages := mail.Messages{Product: "Tuma", PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL}
+	proxies := api.Proxies(cfg.TrustedProxies)
+
+	opts := api.Options{
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		RequestTimeout: cfg.RequestTimeout,
+		MaxInFlight:    cfg.MaxInFlight,
+		ShedLatency:    cfg.ShedLatency,
+		AccessLog:      cfg.AccessLog,
+		TrustedProxies: cfg.TrustedProxies,
+		AccountRate:    redis.Rate{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst},
+		AdminToken:     cfg.AdminToken,
+		Faults:         cfg.Faults.front(),
+	}
+	keys := api.NewKeys(a.store, opts, log)
+	lists := api.NewLists(derive(cfg.JWTSecret, "list cursors"))
+	checkouts := wallet.NewCheckouts(a.store, provider, cfg.PublicURL, log)
+
 	loginPerSecond := float64(cfg.LoginPerMinute) / 60
-	a.http, err = api.New(api.Options{
-		PublicURL:          cfg.PublicURL,
+	accountOpts := accounts.Options{
 		DashboardURL:       cfg.DashboardURL,
-		MaxBodyBytes:       cfg.MaxBodyBytes,
-		RequestTimeout:     cfg.RequestTimeout,
-		MaxInFlight:        cfg.MaxInFlight,
-		ShedLatency:        cfg.ShedLatency,
-		AccessLog:          cfg.AccessLog,
-		TrustedProxies:     cfg.TrustedProxies,
-		AccountRate:        redis.Rate{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst},
+		Proxies:            proxies,
 		LoginRatePerEmail:  redis.Rate{PerSecond: loginPerSecond, Burst: cfg.LoginPerMinute},
 		LoginRatePerIP:     redis.Rate{PerSecond: loginPerSecond * 10, Burst: cfg.LoginPerMinute * 10},
 		AuthRatePerIP:      perPeriod(cfg.AuthLimitPerIP, time.Minute),
 		SignupRatePerIP:    perPeriod(cfg.SignupLimitPerIP, time.Hour),
-		CodeAttemptsPerDay: cfg.CodeAttemptsPerDay,
-		DeliveryRate:       perPeriod(cfg.DeliveryChecksPerMinute, time.Minute),
-		RefreshTokenTTL:    cfg.RefreshTokenTTL,
-		AdminToken:         cfg.AdminToken,
-		CodeSecret:         derive(cfg.JWTSecret, "verification codes"),
-		CursorSecret:       derive(cfg.JWTSecret, "list cursors"),
-		Faults:             cfg.Faults.front(),
 		EmailRatePerAddr:   perPeriod(cfg.EmailsPerHour, time.Hour),
 		EmailRatePerIP:     perPeriod(20*cfg.EmailsPerHour, time.Hour),
-		MetricsElsewhere:   cfg.MetricsAddr != "",
-		Pprof:              cfg.Pprof,
-		SharedSender:       cfg.SharedSenderID,
-		SenderFees:         cfg.SenderFees,
-		ImportWorkers:      cfg.ImportWorkers,
-	}, api.Deps{
-		Log:         log,
-		Registerer:  a.registry,
-		Gatherer:    a.registry,
-		Accounts:    a.store,
-		Idempotency: a.store,
-		Auth:        auth.NewAuthenticator(a.store, principals, tokens),
-		Passwords:   passwords,
-		Tokens:      tokens,
-		Principals:  principals,
-		Limiter:     redis.NewLimiter(a.redis, cfg.LocalLimitKeys),
-		Plan:        carriers.DefaultPlan(),
-		Engine:      a.engine,
-		Queries:     a.store,
-		Verify:      a.store,
-		Mail:        waker{a.engine, workerMail},
-		Messages:    mail.Messages{Product: "Tuma", PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
-		Now:         a.now,
-
-		Provider:       provider,
-		Confirmer:      a.confirm,
-		PaymentStore:   a.store,
-		WebhookSchemes: payments.Schemes{payments.PaystackHMAC{Secret: []byte(cfg.PaymentSecretKey)}},
-		Sandbox:        sandbox,
-		Senders:        a.store,
-		Documents:      docs,
-		Contacts:       a.store,
-		Campaigns:      a.store,
-		Reports:        a.store,
-		Checks: []api.Check{
+		CodeAttemptsPerDay: cfg.CodeAttemptsPerDay,
+		CodeSecret:         derive(cfg.JWTSecret, "verification codes"),
+		RefreshTokenTTL:    cfg.RefreshTokenTTL,
+	}
+	operations, err := ops.New(ops.Options{MetricsElsewhere: cfg.MetricsAddr != "", Pprof: cfg.Pprof}, ops.Deps{
+		Log: log, Registerer: a.registry, Gatherer: a.registry,
+		Checks: []ops.Check{
 			{Name: "postgres", Critical: true, Probe: a.store.Ping},
 			{Name: "redis", Critical: false, Probe: a.redis.Ping},
 		},
 		Recovery: func() any { return a.engine.Recovery() },
-		Sims:     a.simControl(),
 	})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return api.New(opts, api.Deps{
+		Log:        log,
+		Registerer: a.registry,
+		Auth:       auth.NewAuthenticator(a.store, principals, tokens),
+		Limiter:    limiter,
+		Probe:      operations.ProbeDependencies,
+	},
+		accounts.New(accountOpts, accounts.Deps{
+			Store: a.store, Passwords: passwords, Tokens: tokens, Principals: principals, Limiter: limiter,
+			Engine: a.engine, Mail: mailer, Messages: messages, Plan: plan, Now: a.now,
+		}),
+		accounts.NewVerification(accountOpts, accounts.VerificationDeps{
+			Store: a.store, Passwords: passwords, Principals: principals, Limiter: limiter,
+			Engine: a.engine, Mail: mailer, Messages: messages, Now: a.now,
+		}),
+		sms.New(sms.Options{DeliveryRate: perPeriod(cfg.DeliveryChecksPerMinute, time.Minute)}, sms.Deps{
+			Store: a.store, Engine: a.engine, Keys: keys, Limiter: limiter, Lists: lists, Plan: plan,
+		}),
+		senders.New(senders.Options{SharedSender: cfg.SharedSenderID, SenderFees: cfg.SenderFees}, senders.Deps{
+			Log: log, Store: a.store, Documents: docs, Engine: a.engine, Checkouts: checkouts, Keys: keys, Lists: lists, Now: a.now,
+		}),
+		contacts.New(contacts.Options{RequestTimeout: cfg.RequestTimeout, ImportWorkers: cfg.ImportWorkers}, contacts.Deps{
+			Log: log, Store: a.store, Lists: lists, Plan: plan,
+		}),
+		campaigns.New(campaigns.Deps{Store: a.store, Engine: a.engine, Keys: keys, Lists: lists, Plan: plan, Now: a.now}),
+		wallet.New(wallet.Options{DashboardURL: cfg.DashboardURL, Provider: provider.Name(), Proxies: proxies}, wallet.Deps{
+			Log: log, Store: a.store, Engine: a.engine, Checkouts: checkouts, Confirmer: a.confirm,
+			Webhooks: payments.Schemes{payments.PaystackHMAC{Secret: []byte(cfg.PaymentSecretKey)}}, Keys: keys, Lists: lists,
+		}),
+		notifications.New(a.store),
+		admin.New(a.simControl()),
+		sandbox.New(sandbox.Options{On: sandboxOn, Secret: cfg.PaymentSecretKey, PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
+			sandbox.Deps{Store: a.store, Hooks: waker{a.engine, workerHooks}, Now: a.now}),
+		operations,
+	)
 }
 
 // simControl is the operators' handle on the simulated networks; none in production or on
 // real carriers.
-func (a *App) simControl() api.Simulators {
+func (a *App) simControl() admin.Simulators {
 	if a.sims == nil || a.cfg.Env == "production" {
 		return nil
 	}
@@ -169,21 +202,21 @@ func perPeriod(n int, period time.Duration) redis.Rate {
 	return redis.Rate{PerSecond: float64(n) / period.Seconds(), Burst: n}
 }
 
-// buildPayments makes the payment provider: Paystack, or the sandbox, which this node serves
-// itself in Paystack's wire format and reaches through the same client over loopback.
-func (a *App) buildPayments() (api.PaymentProvider, *api.Sandbox) {
+// buildPayments makes the payment provider: Paystack, or the sandbox (sandboxOn), which this
+// node serves itself in Paystack's wire format and reaches through the same client over
+// loopback.
+func (a *App) buildPayments() (p *payments.Paystack, sandboxOn bool) {
 	cfg := a.cfg
 	secret := cfg.PaymentSecretKey
-	var sandbox *api.Sandbox
-	p := payments.NewPaystack("paystack", cfg.PaystackBaseURL, secret, nil)
+	p = payments.NewPaystack("paystack", cfg.PaystackBaseURL, secret, nil)
 	if cfg.PaymentProvider == "sandbox" {
 		self := "http://" + listenURLHost(a.ln.Addr().String())
 		p = payments.NewPaystack("sandbox", self+"/sandbox/paystack", secret, nil)
-		a.hooks = payments.NewSandboxHooks(a.store, self+"/payments/webhook", []byte(secret), cfg.MailRetryMin, a.log)
-		sandbox = &api.Sandbox{Store: a.store, Hooks: waker{a.engine, workerHooks}, Secret: secret}
+		a.hooks = sandbox.NewHooks(a.store, self+"/payments/webhook", []byte(secret), cfg.MailRetryMin, a.log)
+		sandboxOn = true
 	}
 	a.confirm = payments.NewConfirmer(p, a.store, a.engine, a.log, a.now)
-	return p, sandbox
+	return p, sandboxOn
 }
 
 // startEngine starts the simulated networks and the dispatch engine, which resumes any

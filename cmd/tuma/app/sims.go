@@ -7,30 +7,30 @@ import (
 
 	"github.com/tuma-sms/tuma/actors/simlink"
 	"github.com/tuma-sms/tuma/carriers"
-	"github.com/tuma-sms/tuma/transport/api"
+	"github.com/tuma-sms/tuma/transport/api/admin"
 )
 
 // simControl adapts the simulators to the front door's Simulators.
 type simControl struct{ set *simlink.Set }
 
-func (c simControl) Networks() []api.SimNetwork {
-	var out []api.SimNetwork
+func (c simControl) Networks() []admin.SimNetwork {
+	var out []admin.SimNetwork
 	for _, n := range carriers.Networks() {
 		out = append(out, c.describe(n))
 	}
 	return out
 }
 
-func (c simControl) describe(n carriers.Network) api.SimNetwork {
+func (c simControl) describe(n carriers.Network) admin.SimNetwork {
 	net := c.set.Network(n)
 	o, st := net.Options(), net.Stats()
-	return api.SimNetwork{Network: n.String(), LatencyMS: ms(o.Latency), TPS: o.TPS, FailureRate: o.FailureRate,
+	return admin.SimNetwork{Network: n.String(), LatencyMS: ms(o.Latency), TPS: o.TPS, FailureRate: o.FailureRate,
 		RejectRate: o.RejectRate, ThrottleRate: o.ThrottleRate, LostAnswerRate: o.LostAnswerRate,
 		ReceiptDelayMS: ms(o.ReceiptDelay), Down: o.Down,
 		Submits: st.Submits, Accepted: st.Accepted, Throttled: st.Throttled, Receipts: st.Receipts}
 }
 
-func (c simControl) Configure(n carriers.Network, p api.SimPatch) (api.SimNetwork, error) {
+func (c simControl) Configure(n carriers.Network, p admin.SimPatch) (admin.SimNetwork, error) {
 	net := c.set.Network(n)
 	o := net.Options()
 	set := func(dst *float64, v *float64) {
@@ -57,7 +57,7 @@ func (c simControl) Configure(n carriers.Network, p api.SimPatch) (api.SimNetwor
 		o.Down = *p.Down
 	}
 	if err := net.Configure(o); err != nil {
-		return api.SimNetwork{}, err
+		return admin.SimNetwork{}, err
 	}
 	return c.describe(n), nil
 }

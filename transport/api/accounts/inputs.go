@@ -1,0 +1,230 @@
+package accounts
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/api"
+)
+
+// Each endpoint's body is decoded and validated by a pure function of the bytes, so the
+// fuzzers can drive exactly what the handlers run.
+
+type registration struct {
+	account  persistence.NewAccount // without the hashes, which the handler adds
+	password string
+}
+
+func parseRegistration(body []byte, plan *carriers.Plan) (registration, error) {
+	var in struct {
+		Email        string `json:"email"`
+		Password     string `json:"password"`
+		FullName     string `json:"full_name"`
+		CompanyName  string `json:"company_name"`
+		Phone        string `json:"phone"`
+		BusinessType string `json:"business_type"`
+		Country      string `json:"country"`
+	}
+	if err := api.ParseJSON(body, &in); err != nil {
+		return registration{}, err
+	}
+	var fe api.FieldErrors
+	email, ok := api.NormalizeEmail(in.Email)
+	if !ok {
+		fe.Add("email", "must be a valid email address")
+	}
+	checkPassword(&fe, "password", in.Password)
+	r := registration{password: in.Password, account: persistence.NewAccount{
+		Email:        email,
+		FullName:     api.CheckText(&fe, "full_name", in.FullName, 1, 100),
+		CompanyName:  api.CheckText(&fe, "company_name", in.CompanyName, 1, 60),
+		Phone:        normalizePhone(&fe, "phone", in.Phone, plan),
+		BusinessType: api.CheckText(&fe, "business_type", in.BusinessType, 0, 60),
+		Country:      api.CheckText(&fe, "country", in.Country, 0, 60),
+	}}
+	return r, fe.Err()
+}
+
+type credentials struct {
+	email    string // normalised; may be invalid, which simply matches no account
+	password string
+}
+
+func parseLogin(body []byte) (credentials, error) {
+	var in struct {
+		Email    string `json:"email"`
+		Password string `json:"password"`
+	}
+	if err := api.ParseJSON(body, &in); err != nil {
+		return credentials{}, err
+	}
+	var fe api.FieldErrors
+	if in.Email == "" {
+		fe.Add("email", "is required")
+	}
+	if in.Password == "" {
+		fe.Add("password", "is required")
+	}
+	email, ok := api.NormalizeEmail(in.Email)
+	if !ok {
+		email = in.Email
+	}
+	return credentials{email: email, password: in.Password}, fe.Err()
+}
+
+func parseRefresh(body []byte) (string, error) {
+	var in struct {
+		RefreshToken string `json:"refresh_token"`
+	}
+	if err := api.ParseJSON(body, &in); err != nil {
+		return "", err
+	}
+	if in.RefreshToken == "" {
+		return "", api.Invalid(api.FieldError{Field: "refresh_token", Message: "is required"})
+	}
+	return in.RefreshToken, nil
+}
+
+func parseProfile(body []byte, plan *carriers.Plan) (persistence.ProfileUpdate, error) {
+	var in struct {
+		Email        json.RawMessage `json:"email"`
+		FullName     *string         `json:"full_name"`
+		CompanyName  *string         `json:"company_name"`
+		Phone        *string         `json:"phone"`
+		BusinessType *string         `json:"business_type"`
+		Country      *string         `json:"country"`
+	}
+	if err := api.ParseJSON(body, &in); err != nil {
+		return persistence.ProfileUpdate{}, err
+	}
+	var fe api.FieldErrors
+	if in.Email != nil {
+		fe.Add("email", "cannot be changed through the profile")
+	}
+	text := func(field string, v *string, minLen, maxLen int) *string {
+		if v == nil {
+			return nil
+		}
+		s := api.CheckText(&fe, field, *v, minLen, maxLen)
+		return &s
+	}
+	u := persistence.ProfileUpdate{
+		FullName:     text("full_name", in.FullName, 1, 100),
+		CompanyName:  text("company_name", in.CompanyName, 1, 60),
+		BusinessType: text("business_type", in.BusinessType, 0, 60),
+		Country:      text("country", in.Country, 0, 60),
+	}
+	if in.Phone != nil {
+		p := normalizePhone(&fe, "phone", *in.Phone, plan)
+		u.Phone = &p
+	}
+	return u, fe.Err()
+}
+
+type passwordChange struct {
+	current, next string
+}
+
+func parsePasswordChange(body []byte) (passwordChange, error) {
+	var in struct {
+		CurrentPassword string `json:"current_password"`
+		NewPassword     string `json:"new_password"`
+	}
+	if err := api.ParseJSON(body, &in); err != nil {
+		return passwordChange{}, err
+	}
+	var fe api.FieldErrors
+	if in.CurrentPassword == "" {
+		fe.Add("current_password", "is required")
+	}
+	checkPassword(&fe, "new_password", in.NewPassword)
+	return passwordChange{current: in.CurrentPassword, next: in.NewPassword}, fe.Err()
+}
+
+// parseCode reads {"code": "123456"}: exactly six digits.
+func parseCode(body []byte) (string, error) {
+	var in struct {
+		Code string `json:"code"`
+	}
+	if err := api.ParseJSON(body, &in); err != nil {
+		return "", err
+	}
+	if len(in.Code) != 6 || strings.Trim(in.Code, "0123456789") != "" {
+		return "", api.Invalid(api.FieldError{Field: "code", Message: "must be the 6-digit code from the email"})
+	}
+	return in.Code, nil
+}
+
+// parseEmailBody reads {"email": "…"} and normalises the address.
+func parseEmailBody(body []byte) (string, error) {
+	var in struct {
+		Email string `json:"email"`
+	}
+	if err := api.ParseJSON(body, &in); err != nil {
+		return "", err
+	}
+	email, ok := api.NormalizeEmail(in.Email)
+	if !ok {
+		return "", api.Invalid(api.FieldError{Field: "email", Message: "must be a valid email address"})
+	}
+	return email, nil
+}
+
+type reset struct{ token, password string }
+
+// parseReset reads {"token": "…", "new_password": "…"}, applying the password policy.
+func parseReset(body []byte) (reset, error) {
+	var in struct {
+		Token       string `json:"token"`
+		NewPassword string `json:"new_password"`
+	}
+	if err := api.ParseJSON(body, &in); err != nil {
+		return reset{}, err
+	}
+	var fe api.FieldErrors
+	if in.Token == "" {
+		fe.Add("token", "is required")
+	}
+	checkPassword(&fe, "new_password", in.NewPassword)
+	return reset{token: in.Token, password: in.NewPassword}, fe.Err()
+}
+
+// checkPassword applies the password policy, adding one error per broken rule.
+func checkPassword(fe *api.FieldErrors, field, pw string) {
+	if utf8.RuneCountInString(pw) < 8 {
+		fe.Add(field, "must be at least 8 characters long")
+	}
+	if len(pw) > 1024 {
+		fe.Add(field, "must be at most 1024 bytes long")
+	}
+	var upper, digit bool
+	for _, r := range pw {
+		upper = upper || unicode.IsUpper(r)
+		digit = digit || unicode.IsDigit(r)
+	}
+	if !upper {
+		fe.Add(field, "must contain at least one uppercase letter")
+	}
+	if !digit {
+		fe.Add(field, "must contain at least one digit")
+	}
+}
+
+// normalizePhone turns any accepted Kenyan form into E.164 ("" stays "").
+func normalizePhone(fe *api.FieldErrors, field, raw string, plan *carriers.Plan) string {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return ""
+	}
+	n, err := plan.Normalize(raw)
+	if err != nil && !errors.Is(err, carriers.ErrUnsupportedNetwork) {
+		fe.Add(field, "must be a Kenyan mobile number such as 0712345678 or +254712345678")
+		return raw
+	}
+	return n.E164
+}

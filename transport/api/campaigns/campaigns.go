@@ -1,0 +1,346 @@
+// Package campaigns is the campaign endpoints: a message to a contact group, personalised
+// with merge tags, now or scheduled; and the reports of spend and of how campaigns and the
+// groups they went to performed.
+package campaigns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/api"
+)
+
+// Store is what the campaign and report endpoints read from the store.
+type Store interface {
+	ApprovedSender(ctx context.Context, accountID uuid.UUID, idOrName string) (persistence.Sender, error)
+	Audience(ctx context.Context, accountID, groupID uuid.UUID) (string, []persistence.AudienceContact, error)
+	Campaigns(ctx context.Context, accountID uuid.UUID, p persistence.Page) ([]persistence.Campaign, error)
+	Campaign(ctx context.Context, accountID, id uuid.UUID) (persistence.Campaign, error)
+	SpendTrend(ctx context.Context, accountID uuid.UUID, now time.Time, days int) ([]persistence.SpendDay, error)
+	GroupResults(ctx context.Context, accountID uuid.UUID) ([]persistence.GroupResult, error)
+}
+
+// Engine is the actor engine, which creates and cancels campaigns.
+type Engine interface {
+	CreateCampaign(ctx context.Context, req actors.CampaignRequest) (actors.SendResult, error)
+	CancelCampaign(ctx context.Context, accountID, campaignID uuid.UUID) error
+}
+
+// Deps are the collaborators of the endpoints.
+type Deps struct {
+	Store  Store
+	Engine Engine
+	Keys   *api.Keys // a campaign is created once per Idempotency-Key
+	Lists  api.Lists
+	Plan   *carriers.Plan // the audience's numbering
+	Now    func() time.Time
+}
+
+// Handler serves the endpoints.
+type Handler struct {
+	store  Store
+	engine Engine
+	keys   *api.Keys
+	lists  api.Lists
+	plan   *carriers.Plan
+	now    func() time.Time
+}
+
+// New returns the endpoints.
+func New(d Deps) *Handler {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return &Handler{store: d.Store, engine: d.Engine, keys: d.Keys, lists: d.Lists, plan: d.Plan, now: d.Now}
+}
+
+// Register adds the routes.
+func (h *Handler) Register(r *api.Router) {
+	r.Handle("GET", "/campaigns", api.Account, h.listCampaigns)
+	r.Handle("POST", "/campaigns", api.Account, h.createCampaign)
+	r.Handle("GET", "/campaigns/{id}", api.Account, h.getCampaign)
+	r.Handle("GET", "/campaigns/{id}/report", api.Account, h.campaignReport)
+	r.Handle("POST", "/campaigns/{id}/cancel", api.Account, h.cancelCampaign)
+	r.Handle("GET", "/reports/spend-trend", api.Account, h.spendTrend)
+	r.Handle("GET", "/reports/campaign-performance", api.Account, h.campaignPerformance)
+	r.Handle("GET", "/reports/group-performance", api.Account, h.groupPerformance)
+}
+
+// Limits of a campaign's fields.
+const (
+	maxCampaignName = 100 // the schema's CHECK
+	maxMessageRunes = 918 // as a send's: 6 SMS parts
+)
+
+type campaignJSON struct {
+	ID              uuid.UUID      `json:"id"`
+	Name            string         `json:"name"`
+	Message         string         `json:"message"`
+	GroupID         uuid.UUID      `json:"group_id"`
+	GroupName       string         `json:"group_name"`
+	SenderID        *uuid.UUID     `json:"sender_id"`
+	Status          string         `json:"status"`
+	ScheduledAt     *api.Timestamp `json:"scheduled_at"`
+	TotalRecipients int            `json:"total_recipients"`
+	TotalDelivered  int            `json:"total_delivered"`
+	TotalFailed     int            `json:"total_failed"`
+	CostKES         api.KES        `json:"cost_kes"`
+	DeliveryRate    float64        `json:"delivery_rate"`
+	CreatedAt       api.Timestamp  `json:"created_at"`
+	StartedAt       *api.Timestamp `json:"started_at"`
+	CompletedAt     *api.Timestamp `json:"completed_at"`
+}
+
+// deliveryRate is delivered ÷ recipients × 100, to one decimal (CONTRACT §7).
+func deliveryRate(delivered, total int) float64 {
+	if total <= 0 {
+		return 0
+	}
+	return math.Round(float64(delivered)*1000/float64(total)) / 10
+}
+
+func newCampaignJSON(c persistence.Campaign) campaignJSON {
+	return campaignJSON{ID: c.ID, Name: c.Name, Message: c.Message, GroupID: c.GroupID, GroupName: c.GroupName,
+		SenderID: c.SenderID, Status: string(c.Status), ScheduledAt: api.TimestampOf(c.ScheduledAt),
+		TotalRecipients: c.TotalRecipients, TotalDelivered: c.Delivered, TotalFailed: c.Failed,
+		CostKES: api.KES(c.CostCents), DeliveryRate: deliveryRate(c.Delivered, c.TotalRecipients),
+		CreatedAt: api.Timestamp(c.CreatedAt), StartedAt: api.TimestampOf(c.StartedAt), CompletedAt: api.TimestampOf(c.CompletedAt)}
+}
+
+// campaignInput is POST /campaigns's body, checked.
+type campaignInput struct {
+	name, message string
+	groupID       uuid.UUID
+	senderID      string
+	scheduledAt   *time.Time
+}
+
+func (h *Handler) parseCampaign(rc *fasthttp.RequestCtx) (campaignInput, error) {
+	var in struct {
+		Name        *string `json:"name"`
+		Message     *string `json:"message"`
+		GroupID     *string `json:"group_id"`
+		SenderID    *string `json:"sender_id"`
+		ScheduledAt *string `json:"scheduled_at"`
+	}
+	if err := api.DecodeJSON(rc, &in); err != nil {
+		return campaignInput{}, err
+	}
+	var out campaignInput
+	var fe api.FieldErrors
+	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
+		fe.Add("name", "is required")
+	} else if out.name = strings.TrimSpace(*in.Name); utf8.RuneCountInString(out.name) > maxCampaignName {
+		fe.Add("name", "must be at most 100 characters")
+	}
+	switch {
+	case in.Message == nil || strings.TrimSpace(*in.Message) == "":
+		fe.Add("message", "is required")
+	case utf8.RuneCountInString(*in.Message) > maxMessageRunes:
+		fe.Add("message", "must be at most 918 characters")
+	case strings.TrimSpace(actors.RenderMergeTags(*in.Message, "", "")) == "":
+		fe.Add("message", "must have text besides its merge tags")
+	default:
+		out.message = *in.Message
+	}
+	if in.GroupID == nil {
+		fe.Add("group_id", "is required")
+	} else if id, err := uuid.Parse(*in.GroupID); err != nil {
+		fe.Add("group_id", "must be the id of one of your groups")
+	} else {
+		out.groupID = id
+	}
+	if in.SenderID != nil {
+		out.senderID = strings.TrimSpace(*in.SenderID)
+	}
+	if in.ScheduledAt != nil {
+		if at, err := time.Parse(time.RFC3339, *in.ScheduledAt); err != nil {
+			fe.Add("scheduled_at", "must be an RFC 3339 date and time, e.g. 2026-12-01T09:00:00Z")
+		} else if !at.After(h.now()) {
+			fe.Add("scheduled_at", "must be in the future")
+		} else {
+			at = at.UTC()
+			out.scheduledAt = &at
+		}
+	}
+	return out, fe.Err()
+}
+
+func (h *Handler) createCampaign(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	if err := api.CheckJSON(rc); err != nil {
+		return err
+	}
+	p := api.Principal(rc)
+	return h.keys.Run(ctx, rc, api.Op{Scope: p.AccountID, FromResource: h.replayCampaign},
+		func(key *persistence.IdempotencyKey) error {
+			id, err := h.createCampaignOnce(ctx, rc, p.AccountID, key)
+			if err != nil {
+				return err
+			}
+			c, err := h.store.Campaign(ctx, p.AccountID, id)
+			if err != nil {
+				return err
+			}
+			return api.WriteJSON(rc, http.StatusCreated, newCampaignJSON(c))
+		})
+}
+
+func (h *Handler) replayCampaign(ctx context.Context, accountID, id uuid.UUID) (any, error) {
+	c, err := h.store.Campaign(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	return newCampaignJSON(c), nil
+}
+
+func (h *Handler) createCampaignOnce(ctx context.Context, rc *fasthttp.RequestCtx, accountID uuid.UUID, key *persistence.IdempotencyKey) (uuid.UUID, error) {
+	in, err := h.parseCampaign(rc)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	req := actors.CampaignRequest{AccountID: accountID, Idempotency: key, Campaign: persistence.NewCampaign{
+		ID: persistence.NewID(), Name: in.name, Template: in.message, GroupID: in.groupID, ScheduledAt: in.scheduledAt}}
+	if in.senderID != "" {
+		snd, err := h.store.ApprovedSender(ctx, accountID, in.senderID)
+		if errors.Is(err, persistence.ErrNotFound) {
+			return uuid.Nil, api.InvalidAs("sender_not_approved",
+				api.FieldError{Field: "sender_id", Message: "is not an approved, active sender ID of this account"})
+		}
+		if err != nil {
+			return uuid.Nil, err
+		}
+		req.Sender, req.Campaign.SenderID = &snd, &snd.ID
+	}
+	name, contacts, err := h.store.Audience(ctx, accountID, in.groupID)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return uuid.Nil, api.NotFound("no such group")
+	}
+	if err != nil {
+		return uuid.Nil, err
+	}
+	req.Campaign.GroupName = name
+	req.Audience = make([]persistence.Member, 0, len(contacts))
+	for _, c := range contacts {
+		// A contact on a range no network serves cannot be sent to, so it is not a recipient.
+		nsn, network, err := h.plan.Parse([]byte(c.Phone))
+		if err != nil {
+			continue
+		}
+		req.Audience = append(req.Audience, persistence.Member{Recipient: persistence.Recipient{NSN: nsn, Network: network},
+			FirstName: c.FirstName, LastName: c.LastName})
+	}
+	if len(req.Audience) == 0 {
+		return uuid.Nil, api.NewProblem("group_empty", "the group has no active contacts on a Kenyan network: add or import some first")
+	}
+	if _, err := h.engine.CreateCampaign(ctx, req); err != nil {
+		return uuid.Nil, err
+	}
+	return req.Campaign.ID, nil
+}
+
+// listCampaigns answers the contract's plain array, newest first: all of them, or, beyond the
+// spec, page_size of them from an optional cursor, with the next page's cursor in the
+// X-Next-Cursor and Link headers, so a client can page a list that grows while it reads.
+func (h *Handler) listCampaigns(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	q := api.NewQuery(rc)
+	acct := api.Principal(rc).AccountID
+	l := h.lists.Of(api.CampaignList, acct)
+	var p persistence.Page // all of them
+	if q.Text("page_size") != "" || q.Text("cursor") != "" {
+		if q.Text("page") != "" {
+			q.Malformed("page", "campaigns page by cursor: page_size, then the cursor each page returns")
+		}
+		p = q.Page(l)
+	}
+	if err := q.Err(); err != nil {
+		return err
+	}
+	list, err := h.store.Campaigns(ctx, acct, p)
+	if err != nil {
+		return err
+	}
+	out := make([]campaignJSON, len(list))
+	for i, c := range list {
+		out[i] = newCampaignJSON(c)
+	}
+	if p.Size > 0 && len(list) == p.Size {
+		next := l.Cursor(list[len(list)-1].ID)
+		rc.Response.Header.Set("X-Next-Cursor", next)
+		rc.Response.Header.Set("Link", fmt.Sprintf(`</campaigns?page_size=%d&cursor=%s>; rel="next"`, p.Size, next))
+	}
+	return api.WriteJSON(rc, http.StatusOK, out)
+}
+
+// pathCampaign is the caller's campaign named by the path (another account's is a 404).
+func (h *Handler) pathCampaign(ctx context.Context, rc *fasthttp.RequestCtx) (persistence.Campaign, error) {
+	id, err := api.PathID(rc, "id")
+	if err != nil {
+		return persistence.Campaign{}, err
+	}
+	return h.store.Campaign(ctx, api.Principal(rc).AccountID, id)
+}
+
+func (h *Handler) getCampaign(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	c, err := h.pathCampaign(ctx, rc)
+	if err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusOK, newCampaignJSON(c))
+}
+
+type campaignReportJSON struct {
+	Campaign campaignJSON `json:"campaign"`
+	Stats    struct {
+		TotalRecipients int     `json:"total_recipients"`
+		Delivered       int     `json:"delivered"`
+		Failed          int     `json:"failed"`
+		Pending         int     `json:"pending"`
+		DeliveryRate    float64 `json:"delivery_rate"`
+	} `json:"stats"`
+	CostKES     api.KES        `json:"cost_kes"`
+	RefundedKES api.KES        `json:"refunded_kes"`
+	StartedAt   *api.Timestamp `json:"started_at"`
+	CompletedAt *api.Timestamp `json:"completed_at"`
+}
+
+func (h *Handler) campaignReport(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	c, err := h.pathCampaign(ctx, rc)
+	if err != nil {
+		return err
+	}
+	r := campaignReportJSON{Campaign: newCampaignJSON(c), CostKES: api.KES(c.CostCents), RefundedKES: api.KES(c.RefundedCents),
+		StartedAt: api.TimestampOf(c.StartedAt), CompletedAt: api.TimestampOf(c.CompletedAt)}
+	r.Stats.TotalRecipients, r.Stats.Delivered, r.Stats.Failed = c.TotalRecipients, c.Delivered, c.Failed
+	r.Stats.Pending = max(c.TotalRecipients-c.Delivered-c.Failed, 0)
+	r.Stats.DeliveryRate = deliveryRate(c.Delivered, c.TotalRecipients)
+	return api.WriteJSON(rc, http.StatusOK, r)
+}
+
+// cancelCampaign stops a queued, scheduled or sending campaign; what was not sent is
+// refunded (at once when nothing was, else as soon as the messages in flight are settled).
+func (h *Handler) cancelCampaign(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	id, err := api.PathID(rc, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.engine.CancelCampaign(ctx, api.Principal(rc).AccountID, id); err != nil {
+		return err
+	}
+	c, err := h.pathCampaign(ctx, rc)
+	if err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusOK, newCampaignJSON(c))
+}

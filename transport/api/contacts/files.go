@@ -1,0 +1,232 @@
+// Contacts as files: the CSV export, and the import with its report.
+
+package contacts
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/api"
+	"github.com/tuma-sms/tuma/transport/contactcsv"
+)
+
+// maxImportBody bounds a CSV import's whole body.
+const maxImportBody = 50 << 20
+
+// exportContacts streams the account's active contacts as CSV, as they are read.
+func (h *Handler) exportContacts(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	q := api.NewQuery(rc)
+	group := q.UUID("group_id")
+	if err := q.Err(); err != nil {
+		return err
+	}
+	acct := api.Principal(rc).AccountID
+	if group != nil {
+		if err := h.store.GroupOf(ctx, acct, *group); err != nil {
+			return err
+		}
+	}
+	rc.Response.Header.SetContentType("text/csv; charset=utf-8")
+	rc.Response.Header.Set("Content-Disposition", `attachment; filename="contacts.csv"`)
+	rc.SetStatusCode(http.StatusOK)
+	// The body is written after the handler returns: it gets its own deadline and never
+	// touches rc.
+	timeout := h.streamTimeout()
+	rc.SetBodyStreamWriter(func(bw *bufio.Writer) {
+		sctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		w := csv.NewWriter(bw)
+		w.UseCRLF = true
+		_ = w.Write(contactcsv.ExportHeader())
+		err := h.store.ExportContacts(sctx, acct, group, func(c persistence.Contact) error {
+			if err := contactcsv.WriteContact(w, c); err != nil {
+				return err
+			}
+			if w.Flush(); w.Error() != nil {
+				return w.Error() // the client went away
+			}
+			return nil
+		})
+		w.Flush()
+		if err != nil {
+			h.log.Warn("contact export ended early", slog.String("account_id", acct.String()), slog.Any("error", err))
+		}
+	})
+	return nil
+}
+
+// streamTimeout bounds a streamed body (an export) or an upload: long enough for a large file.
+func (h *Handler) streamTimeout() time.Duration { return max(h.opts.RequestTimeout, 10*time.Minute) }
+
+// importContacts merges a CSV upload into the account's contacts as it is read. A file that
+// comes after its group_id is merged as it arrives; one that comes first is spooled to a
+// temporary file until the form ends, as no row can be written before it is known whether a
+// group follows. With ?report=csv the answer is the rows not imported, with why, as CSV
+// (counts in headers).
+func (h *Handler) importContacts(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	q := api.NewQuery(rc)
+	report := api.Enum(q, "report", "csv") == "csv"
+	if err := q.Err(); err != nil {
+		return err
+	}
+	acct := api.Principal(rc).AccountID
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.streamTimeout())
+	defer cancel()
+	imp, err := h.store.BeginImport(ctx, acct, persistence.ImportOptions{Workers: h.opts.ImportWorkers, Report: report})
+	if err != nil {
+		return err
+	}
+	defer imp.Close(ctx)
+	var spool *os.File
+	defer func() {
+		if spool != nil {
+			spool.Close()
+		}
+	}()
+	badGroup := api.Invalid(api.FieldError{Field: "group_id", Message: "must be the id of one of your groups"})
+	files, groups := 0, 0
+	err = api.EachPart(rc, maxImportBody, func(p api.FormPart) error {
+		switch p.Name {
+		case "group_id":
+			if groups++; groups > 1 {
+				return api.Invalid(api.FieldError{Field: "group_id", Message: "is given more than once"})
+			}
+			raw, _ := io.ReadAll(io.LimitReader(p.Body, 100))
+			id, err := uuid.Parse(strings.TrimSpace(string(raw)))
+			if err != nil {
+				return badGroup
+			}
+			if err := imp.SetGroup(ctx, id); errors.Is(err, persistence.ErrUnknownGroup) {
+				return badGroup
+			} else if err != nil {
+				return err
+			}
+		case "file":
+			if files++; files > 1 {
+				return api.Invalid(api.FieldError{Field: "file", Message: "is given more than once"})
+			}
+			if groups > 0 {
+				return h.runImport(ctx, imp, p.Body)
+			}
+			var err error
+			if spool, err = os.CreateTemp("", "tuma-import-*.csv"); err != nil {
+				return fmt.Errorf("spool import: %w", err)
+			}
+			os.Remove(spool.Name()) // gone once closed
+			if _, err := io.Copy(spool, p.Body); err != nil {
+				return fmt.Errorf("spool import: %w", err)
+			}
+		}
+		return nil
+	})
+	if err == nil && spool != nil {
+		if _, err = spool.Seek(0, io.SeekStart); err == nil {
+			err = h.runImport(ctx, imp, spool)
+		}
+	}
+	switch {
+	case errors.Is(err, contactcsv.ErrNotCSV):
+		return api.Invalid(api.FieldError{Field: "file", Message: "is not a CSV file (a text file of phone,first_name,last_name rows)"})
+	case err != nil:
+		return err
+	case files == 0:
+		return api.Invalid(api.FieldError{Field: "file", Message: "is required (a CSV file)"})
+	}
+	res := imp.Result()
+	if report {
+		return h.importReport(ctx, rc, imp, res)
+	}
+	if err := imp.Commit(ctx); err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusOK, importJSON{Imported: res.Imported, Skipped: res.Skipped, Errors: res.Errors, Message: importMessage(res)})
+}
+
+// runImport merges a CSV file's rows.
+func (h *Handler) runImport(ctx context.Context, imp *persistence.ContactImport, file io.Reader) error {
+	rows, err := contactcsv.NewReader(file, h.plan)
+	if err != nil {
+		return err
+	}
+	return imp.Run(ctx, rows.Next)
+}
+
+// importReport answers an import with the rows not imported, as CSV, then commits. The rows
+// are read before the commit (the transactions keep them), into a temporary file: a report of
+// a million repeats is 80 MB, which is no memory's business.
+func (h *Handler) importReport(ctx context.Context, rc *fasthttp.RequestCtx, imp *persistence.ContactImport, res persistence.ImportResult) error {
+	f, err := os.CreateTemp("", "tuma-import-report-*.csv")
+	if err != nil {
+		return fmt.Errorf("import report: %w", err)
+	}
+	os.Remove(f.Name()) // gone when closed: after the body is sent, or on any failure below
+	sent := false
+	defer func() {
+		if !sent {
+			f.Close()
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 64<<10)
+	w := csv.NewWriter(bw)
+	w.UseCRLF = true
+	_ = w.Write(contactcsv.ReportHeader())
+	if err := imp.Rejected(ctx, func(r persistence.ImportRow) error { return contactcsv.WriteRejected(w, r) }); err != nil {
+		return err
+	}
+	w.Flush()
+	if err := errors.Join(w.Error(), bw.Flush()); err != nil {
+		return fmt.Errorf("import report: %w", err)
+	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return fmt.Errorf("import report: %w", err)
+	}
+	if err := imp.Commit(ctx); err != nil {
+		return err
+	}
+	hdr := &rc.Response.Header
+	hdr.SetContentType("text/csv; charset=utf-8")
+	hdr.Set("Content-Disposition", `attachment; filename="contacts-import-report.csv"`)
+	hdr.Set("X-Imported", strconv.FormatInt(res.Imported, 10))
+	hdr.Set("X-Skipped", strconv.FormatInt(res.Skipped, 10))
+	hdr.Set("X-Errors", strconv.FormatInt(res.Errors, 10))
+	rc.SetStatusCode(http.StatusOK)
+	rc.SetBodyStream(f, int(size)) // fasthttp closes the file once it is sent
+	sent = true
+	return nil
+}
+
+type importJSON struct {
+	Imported int64  `json:"imported"`
+	Skipped  int64  `json:"skipped"`
+	Errors   int64  `json:"errors"`
+	Message  string `json:"message"`
+}
+
+func importMessage(r persistence.ImportResult) string {
+	plural := func(n int64, one, many string) string {
+		if n == 1 {
+			return fmt.Sprintf("%d %s", n, one)
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	}
+	return fmt.Sprintf("Imported %s; skipped %s (already in your contacts, or repeated in the file); %s refused (invalid phone numbers or malformed rows; ?report=csv lists them).",
+		plural(r.Imported, "contact", "contacts"), plural(r.Skipped, "row", "rows"), plural(r.Errors, "row", "rows"))
+}

@@ -1,0 +1,433 @@
+// Package senders is the sender ID endpoints: an account's applications for its own sender
+// names, their documents, the fee's checkout, the default sender, the letters' templates, and
+// the operators' review.
+package senders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/persistence/documents"
+	"github.com/tuma-sms/tuma/transport/api"
+)
+
+// Options configure the endpoints.
+type Options struct {
+	SharedSender string           // the shared sender ID's name (GET /senders says it)
+	SenderFees   map[string]int64 // registration fee in cents, by network (safaricom, airtel, telkom, all)
+}
+
+// Store is what the endpoints need from the store.
+type Store interface {
+	CreateSenderID(ctx context.Context, n persistence.NewSenderID) (persistence.SenderID, error)
+	SenderIDs(ctx context.Context, accountID uuid.UUID) ([]persistence.SenderID, error)
+	SenderIDByID(ctx context.Context, accountID, id uuid.UUID) (persistence.SenderID, error)
+	CheckSenderEvent(ctx context.Context, accountID, id uuid.UUID, event persistence.SenderEvent) (persistence.SenderID, error)
+	SubmitSenderDocuments(ctx context.Context, accountID, id uuid.UUID, reapply bool, docs []persistence.SenderDocument) (persistence.SenderID, error)
+	SetDefaultSender(ctx context.Context, accountID, id uuid.UUID) (persistence.SenderID, error)
+	CancelSenderID(ctx context.Context, accountID, id uuid.UUID) error
+	ReviewSenderIDs(ctx context.Context, status persistence.SenderStatus, p persistence.Page) ([]persistence.SenderID, int64, error)
+	ApproveSenderID(ctx context.Context, id uuid.UUID, note func(persistence.SenderID) persistence.NewNotification) (persistence.SenderID, error)
+	RejectSenderID(ctx context.Context, id uuid.UUID, reason string, note func(persistence.SenderID) persistence.NewNotification) (persistence.SenderID, error)
+	PendingSenderFee(ctx context.Context, accountID, senderID uuid.UUID) (*persistence.Payment, error)
+	AccountByID(ctx context.Context, id uuid.UUID) (persistence.Account, error) // the company on a letter
+}
+
+// Documents keeps uploaded files (persistence/documents in a folder, or an object store).
+type Documents interface {
+	Put(ctx context.Context, key string, r io.Reader, limit int64) (documents.Stored, error)
+	Delete(ctx context.Context, key string) error
+}
+
+// Engine is told when an account's senders change: the very next send must use them.
+type Engine interface {
+	AccountChanged(ctx context.Context, accountID uuid.UUID) error
+}
+
+// Checkouts start the payment of a fee at the payment provider (wallet.Checkouts).
+type Checkouts interface {
+	// Start opens a checkout and returns the answer's body.
+	Start(ctx context.Context, key *persistence.IdempotencyKey, np persistence.NewPayment, message string) ([]byte, error)
+	// Reopen is the answer's body for a checkout that is open already.
+	Reopen(p persistence.Payment, message string) ([]byte, error)
+}
+
+// Deps are the collaborators of the endpoints.
+type Deps struct {
+	Log       *slog.Logger
+	Store     Store
+	Documents Documents // where the applications' files are kept
+	Engine    Engine
+	Checkouts Checkouts
+	Keys      *api.Keys // a fee's checkout opens once per Idempotency-Key
+	Lists     api.Lists
+	Now       func() time.Time
+}
+
+// Handler serves the endpoints.
+type Handler struct {
+	opts      Options
+	log       *slog.Logger
+	store     Store
+	documents Documents
+	engine    Engine
+	checkouts Checkouts
+	keys      *api.Keys
+	lists     api.Lists
+	now       func() time.Time
+}
+
+// New returns the endpoints.
+func New(opts Options, d Deps) *Handler {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return &Handler{opts: opts, log: d.Log, store: d.Store, documents: d.Documents, engine: d.Engine, checkouts: d.Checkouts,
+		keys: d.Keys, lists: d.Lists, now: d.Now}
+}
+
+// Register adds the routes.
+func (h *Handler) Register(r *api.Router) {
+	r.Handle("GET", "/senders", api.Account, h.listSenders)
+	r.Handle("POST", "/senders", api.Account, h.createSender)
+	r.Upload("POST", "/senders/{id}/documents", api.Account, maxDocumentsBody, h.submitDocuments(false))
+	r.Handle("POST", "/senders/{id}/pay", api.Account, h.paySenderFee)
+	r.Upload("POST", "/senders/{id}/re-apply", api.Account, maxDocumentsBody, h.submitDocuments(true))
+	r.Handle("PATCH", "/senders/{id}/set-default", api.Account, h.setDefaultSender)
+	r.Handle("DELETE", "/senders/{id}", api.Account, h.cancelSender)
+	// Public, and filled in with the company's name for a signed-in caller.
+	r.Handle("GET", "/senders/templates/{kind}/download", api.Optional, h.letter)
+	r.Handle("GET", "/admin/senders", api.Operator, h.reviewSenders)
+	r.Handle("POST", "/admin/senders/{id}/approve", api.Operator, h.approveSender)
+	r.Handle("POST", "/admin/senders/{id}/reject", api.Operator, h.rejectSender)
+}
+
+type senderJSON struct {
+	ID              uuid.UUID                `json:"id"`
+	Name            string                   `json:"name"`
+	Network         string                   `json:"network"`
+	Purpose         string                   `json:"purpose"`
+	Status          persistence.SenderStatus `json:"status"`
+	IsActive        bool                     `json:"is_active"`
+	IsDefault       bool                     `json:"is_default"`
+	RegistrationFee api.KES                  `json:"registration_fee"`
+	FeePaid         bool                     `json:"fee_paid"`
+	RejectionReason *string                  `json:"rejection_reason"`
+	CreatedAt       api.Timestamp            `json:"created_at"`
+	SubmittedAt     *api.Timestamp           `json:"submitted_at"`
+	ReviewedAt      *api.Timestamp           `json:"reviewed_at"`
+}
+
+func newSenderJSON(s persistence.SenderID) senderJSON {
+	return senderJSON{ID: s.ID, Name: s.Name, Network: s.Network, Purpose: s.Purpose, Status: s.Status, IsActive: s.Active,
+		IsDefault: s.Default, RegistrationFee: api.KES(s.FeeCents), FeePaid: s.FeePaid, RejectionReason: s.RejectionReason,
+		CreatedAt: api.Timestamp(s.CreatedAt), SubmittedAt: api.TimestampOf(s.SubmittedAt), ReviewedAt: api.TimestampOf(s.ReviewedAt)}
+}
+
+// adminSenderJSON is the operators' view: whose application it is.
+type adminSenderJSON struct {
+	senderJSON
+	AccountID uuid.UUID `json:"account_id"`
+}
+
+func (h *Handler) listSenders(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	list, err := h.store.SenderIDs(ctx, api.Principal(rc).AccountID)
+	if err != nil {
+		return err
+	}
+	out := make([]senderJSON, len(list))
+	for i, snd := range list {
+		out[i] = newSenderJSON(snd)
+	}
+	return api.WriteJSON(rc, http.StatusOK, struct {
+		System  string       `json:"system"`
+		Senders []senderJSON `json:"senders"`
+	}{h.opts.SharedSender, out})
+}
+
+func (h *Handler) createSender(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	var in struct {
+		Name    *string `json:"name"`
+		Purpose *string `json:"purpose"`
+		Network *string `json:"network"`
+	}
+	if err := api.DecodeJSON(rc, &in); err != nil {
+		return err
+	}
+	var fe api.FieldErrors
+	name := ""
+	switch {
+	case in.Name == nil:
+		fe.Add("name", "is required")
+	default:
+		var msg string
+		if name, msg = normaliseSenderName(*in.Name); msg != "" {
+			fe.Add("name", msg)
+		}
+	}
+	purpose := ""
+	if in.Purpose != nil {
+		purpose = strings.TrimSpace(*in.Purpose)
+		if n := len([]rune(purpose)); n > 500 {
+			fe.Add("purpose", "must be at most 500 characters")
+		}
+	}
+	network := ""
+	if in.Network == nil {
+		fe.Add("network", "is required")
+	} else if _, ok := h.opts.SenderFees[*in.Network]; !ok {
+		fe.Add("network", "must be one of safaricom, airtel, telkom, all")
+	} else {
+		network = *in.Network
+	}
+	if err := fe.Err(); err != nil {
+		return err
+	}
+	snd, err := h.store.CreateSenderID(ctx, persistence.NewSenderID{AccountID: api.Principal(rc).AccountID, Name: name,
+		Network: network, Purpose: purpose, FeeCents: h.opts.SenderFees[network]})
+	if err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusCreated, newSenderJSON(snd))
+}
+
+// normaliseSenderName strips spaces and upper-cases; the result must be 2 to 11 letters and
+// digits. msg says what is wrong ("" when it is fine).
+func normaliseSenderName(raw string) (name, msg string) {
+	var b strings.Builder
+	for _, r := range raw {
+		switch {
+		case r == ' ' || r == '\t':
+		case r >= 'a' && r <= 'z':
+			b.WriteRune(r - 'a' + 'A')
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			return "", "must be letters and digits only (spaces are removed)"
+		}
+		if b.Len() > 11 {
+			return "", "must be 2 to 11 letters and digits"
+		}
+	}
+	if b.Len() < 2 {
+		return "", "must be 2 to 11 letters and digits"
+	}
+	return b.String(), ""
+}
+
+// senderFor reads the {id} of a sender path that must be the caller's.
+func (h *Handler) senderFor(ctx context.Context, rc *fasthttp.RequestCtx) (uuid.UUID, persistence.SenderID, error) {
+	id, err := api.PathID(rc, "id")
+	if err != nil {
+		return uuid.Nil, persistence.SenderID{}, err
+	}
+	snd, err := h.store.SenderIDByID(ctx, api.Principal(rc).AccountID, id)
+	return id, snd, err
+}
+
+// documents is POST /senders/{id}/documents; reapply is POST /senders/{id}/re-apply.
+func (h *Handler) submitDocuments(reapply bool) api.Handler {
+	event := persistence.EventSubmitDocuments
+	if reapply {
+		event = persistence.EventReapply
+	}
+	return func(ctx context.Context, rc *fasthttp.RequestCtx) error {
+		acct := api.Principal(rc).AccountID
+		id, err := api.PathID(rc, "id")
+		if err != nil {
+			return err
+		}
+		// Refuse before reading a byte of the files when the state does not allow them.
+		snd, err := h.store.CheckSenderEvent(ctx, acct, id, event)
+		if err != nil {
+			return err
+		}
+		docs, err := h.receiveDocuments(ctx, rc, acct, id, snd.DocumentsRound+1)
+		if err != nil {
+			return err
+		}
+		snd, err = h.store.SubmitSenderDocuments(ctx, acct, id, reapply, docs)
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) { // an unknown outcome keeps its files
+				h.forgetDocuments(docs)
+			}
+			return err
+		}
+		return api.WriteJSON(rc, http.StatusOK, newSenderJSON(snd))
+	}
+}
+
+func (h *Handler) forgetDocuments(docs []persistence.SenderDocument) {
+	for _, d := range docs {
+		if err := h.documents.Delete(context.Background(), d.StorageKey); err != nil {
+			h.log.Warn("delete an unused document", slog.String("key", d.StorageKey), slog.Any("error", err))
+		}
+	}
+}
+
+// feeMessage says what the answer of a fee's checkout is for.
+const feeMessage = "Send the payer to authorization_url; the fee is recorded once the payment is confirmed."
+
+func (h *Handler) paySenderFee(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	p := api.Principal(rc)
+	id, err := api.PathID(rc, "id")
+	if err != nil {
+		return err
+	}
+	snd, err := h.store.CheckSenderEvent(ctx, p.AccountID, id, persistence.EventPay)
+	if err != nil {
+		return err
+	}
+	// A checkout already open for this fee is given again rather than a second one: the payer
+	// can never pay the same fee twice through two tabs.
+	if open, err := h.store.PendingSenderFee(ctx, p.AccountID, id); err != nil {
+		return err
+	} else if open != nil && open.AuthorizationURL != nil && open.AccessCode != nil {
+		body, err := h.checkouts.Reopen(*open, feeMessage)
+		if err != nil {
+			return err
+		}
+		api.WriteJSONBody(rc, http.StatusOK, body)
+		return nil
+	}
+	return h.keys.Run(ctx, rc, api.Op{Scope: p.AccountID, Namespace: "sender-fee:" + id.String() + ":"},
+		func(key *persistence.IdempotencyKey) error {
+			body, err := h.checkouts.Start(ctx, key, persistence.NewPayment{AccountID: p.AccountID,
+				Purpose: persistence.PurposeSenderFee, SenderID: &id, AmountCents: snd.FeeCents}, feeMessage)
+			if err != nil {
+				return err
+			}
+			api.WriteJSONBody(rc, http.StatusOK, body)
+			return nil
+		})
+}
+
+func (h *Handler) setDefaultSender(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	acct := api.Principal(rc).AccountID
+	id, err := api.PathID(rc, "id")
+	if err != nil {
+		return err
+	}
+	snd, err := h.store.SetDefaultSender(ctx, acct, id)
+	if err != nil {
+		return err
+	}
+	// The very next send must be priced and sent with the new default.
+	if err := h.engine.AccountChanged(ctx, acct); err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusOK, newSenderJSON(snd))
+}
+
+func (h *Handler) cancelSender(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	acct := api.Principal(rc).AccountID
+	id, err := api.PathID(rc, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.store.CancelSenderID(ctx, acct, id); err != nil {
+		return err
+	}
+	if err := h.engine.AccountChanged(ctx, acct); err != nil { // it may have been the default
+		return err
+	}
+	rc.SetStatusCode(http.StatusNoContent)
+	return nil
+}
+
+// The operators' review.
+
+func (h *Handler) reviewSenders(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	q := api.NewQuery(rc)
+	status := api.Enum(q, "status", persistence.SenderStatuses()...)
+	l := h.lists.Of(api.ReviewList, uuid.Nil, "status="+string(status))
+	page := q.Page(l)
+	if err := q.Err(); err != nil {
+		return err
+	}
+	if page.After != nil {
+		return api.NewProblem("malformed_query", "cursor: the review queue pages by number")
+	}
+	list, total, err := h.store.ReviewSenderIDs(ctx, status, page)
+	if err != nil {
+		return err
+	}
+	out := make([]adminSenderJSON, len(list))
+	for i, snd := range list {
+		out[i] = adminSenderJSON{senderJSON: newSenderJSON(snd), AccountID: snd.AccountID}
+	}
+	e := api.NewEnvelope(out, total, page, l, func(a adminSenderJSON) uuid.UUID { return a.ID })
+	e.NextCursor = nil
+	return api.WriteJSON(rc, http.StatusOK, e)
+}
+
+func (h *Handler) approveSender(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	id, err := api.PathID(rc, "id")
+	if err != nil {
+		return err
+	}
+	snd, err := h.store.ApproveSenderID(ctx, id, func(snd persistence.SenderID) persistence.NewNotification {
+		return persistence.NewNotification{Type: "sender_id_approved", Title: "Sender ID " + snd.Name + " approved",
+			Message: fmt.Sprintf("Your sender ID %s is approved on %s. Set it as your default to send with it, or name it in sender_id.",
+				snd.Name, networkLabel(snd.Network))}
+	})
+	if err != nil {
+		return err
+	}
+	if err := h.engine.AccountChanged(ctx, snd.AccountID); err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusOK, adminSenderJSON{senderJSON: newSenderJSON(snd), AccountID: snd.AccountID})
+}
+
+func (h *Handler) rejectSender(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	id, err := api.PathID(rc, "id")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Reason *string `json:"reason"`
+	}
+	if err := api.DecodeJSON(rc, &in); err != nil {
+		return err
+	}
+	reason := ""
+	if in.Reason != nil {
+		reason = strings.TrimSpace(*in.Reason)
+	}
+	switch n := len([]rune(reason)); {
+	case n == 0:
+		return api.Invalid(api.FieldError{Field: "reason", Message: "is required"})
+	case n > 1000:
+		return api.Invalid(api.FieldError{Field: "reason", Message: "must be at most 1000 characters"})
+	}
+	snd, err := h.store.RejectSenderID(ctx, id, reason, func(snd persistence.SenderID) persistence.NewNotification {
+		return persistence.NewNotification{Type: "sender_id_rejected", Title: "Sender ID " + snd.Name + " rejected",
+			Message: fmt.Sprintf("Your sender ID %s was rejected: %s. Correct the documents and re-apply; the fee is not charged again.",
+				snd.Name, reason)}
+	})
+	if err != nil {
+		return err
+	}
+	if err := h.engine.AccountChanged(ctx, snd.AccountID); err != nil { // it may have been the default
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusOK, adminSenderJSON{senderJSON: newSenderJSON(snd), AccountID: snd.AccountID})
+}
+
+func networkLabel(n string) string {
+	if n == "all" {
+		return "every network"
+	}
+	return strings.ToUpper(n[:1]) + n[1:]
+}
