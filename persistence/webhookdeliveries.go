@@ -394,12 +394,12 @@ func (s *Store) WebhookAttempted(ctx context.Context, a WebhookAttempt, failingL
 		err := tx.QueryRow(ctx, `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status_code = $2,
 				last_error = nullif($3, ''), lease_until = NULL,
 				status = CASE WHEN $4 THEN 'succeeded' WHEN $5::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
-				next_attempt_at = CASE WHEN $4 THEN NULL ELSE $5 END,
+				next_attempt_at = CASE WHEN $4 OR $7 THEN NULL ELSE $5 END, -- $7: its endpoint is being disabled
 				succeeded_at = CASE WHEN $4 THEN $6::timestamptz END,
 				finished_at = CASE WHEN $4 OR $5::timestamptz IS NULL THEN $6::timestamptz END,
 				holds = CASE WHEN $4 OR $5::timestamptz IS NULL THEN NULL ELSE holds END
 			WHERE id = $1 AND status = 'pending' RETURNING attempts`,
-			a.DeliveryID, nullCode(a.StatusCode), a.Error, a.Succeeded, retry, a.At).Scan(&n)
+			a.DeliveryID, nullCode(a.StatusCode), a.Error, a.Succeeded, retry, a.At, a.Disable != "").Scan(&n)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // deleted with its endpoint meanwhile
 		}
