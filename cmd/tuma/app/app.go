@@ -24,6 +24,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api"
 	"github.com/tuma-sms/tuma/transport/mail"
 	"github.com/tuma-sms/tuma/transport/payments"
+	"github.com/tuma-sms/tuma/transport/webhooks"
 )
 
 // NewLogger builds the process logger the configuration asks for. Written to a LogBuffer,
@@ -68,6 +69,9 @@ type App struct {
 	confirm     *payments.Confirmer
 	hooks       *payments.SandboxHooks // nil unless the sandbox provider is on
 	http        *api.Server
+
+	webhookMetrics *webhooks.Metrics
+	stopWebhooks   func() // ends the webhook attempts under way (their leases lapse)
 }
 
 // Option adjusts how a node is built (tests).
@@ -193,6 +197,10 @@ func (a *App) Run(ctx context.Context) error {
 		if serr := a.engine.Stop(sctx); serr != nil {
 			err = errors.Join(err, fmt.Errorf("engine: %w", serr))
 		}
+	}
+	if a.stopWebhooks != nil {
+		a.stopWebhooks()
+		a.stopWebhooks = nil
 	}
 	a.closeStores()
 	a.log.Info("stopped")
