@@ -12,6 +12,7 @@ import (
 
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/carriers/smpp"
+	"github.com/tuma-sms/tuma/transport/webhooks"
 )
 
 // option is one environment variable: its default, what it means, and how it is read.
@@ -317,6 +318,28 @@ func options() []option {
 		{"TUMA_RECEIPT_DEADLINE", "72h", "a sent message still without a final status after this fails and is refunded (the stale-sent sweep; at least TUMA_RECEIPT_TIMEOUT)", false,
 			func(c *Config, v string) error { return duration(&c.ReceiptDeadline, v) },
 			func(c *Config) string { return c.ReceiptDeadline.String() }},
+		{"TUMA_WEBHOOK_RETRY_SCHEDULE", "5s,5m,30m,2h,5h,10h,10h,14h", "delays before each retry of a failed webhook delivery (±10 % jitter); after the last, the delivery has failed", false,
+			func(c *Config, v string) error {
+				d, err := webhooks.ParseSchedule(v)
+				c.WebhookSchedule = d
+				return err
+			},
+			func(c *Config) string { return scheduleString(c.WebhookSchedule) }},
+		{"TUMA_WEBHOOK_ALLOW_PRIVATE", "false", "let webhook endpoints use http:// and loopback or private addresses (tests and local development only: it lifts the SSRF rules)", false,
+			func(c *Config, v string) error { return boolean(&c.WebhookAllowPrivate, v) },
+			func(c *Config) string { return strconv.FormatBool(c.WebhookAllowPrivate) }},
+		{"TUMA_WEBHOOK_SECRET_KEY", "", "key that encrypts webhook signing secrets in the database, at least 32 bytes; unset derives it from TUMA_JWT_SECRET (set this before ever rotating that), or a fixed development key when that is random", true,
+			func(c *Config, v string) error {
+				if v != "" && len(v) < 32 {
+					return errors.New("must be at least 32 bytes")
+				}
+				c.WebhookSecretKey = v
+				return nil
+			},
+			func(c *Config) string { return c.WebhookSecretKey }},
+		{"TUMA_WEBHOOK_CONCURRENCY", "4", "webhook requests in flight per endpoint, across nodes (a slow endpoint holds only these)", false,
+			func(c *Config, v string) error { return intIn(&c.WebhookLanes, v, 1, 64) },
+			func(c *Config) string { return strconv.Itoa(c.WebhookLanes) }},
 		{"TUMA_TRUSTED_PROXIES", "", "comma-separated IPs or CIDRs of your reverse proxies: only requests from them have X-Forwarded-For read, right to left, for the client IP (unset: the peer address is the client)", false,
 			func(c *Config, v string) error { return prefixes(&c.TrustedProxies, v) },
 			func(c *Config) string { return prefixesString(c.TrustedProxies) }},
@@ -454,6 +477,21 @@ func prefixesString(ps []netip.Prefix) string {
 		out[i] = p.String()
 		if p.IsSingleIP() {
 			out[i] = p.Addr().String()
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func scheduleString(ds []time.Duration) string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		switch {
+		case d%time.Hour == 0:
+			out[i] = strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+		case d%time.Minute == 0:
+			out[i] = strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+		default:
+			out[i] = d.String()
 		}
 	}
 	return strings.Join(out, ",")
