@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
@@ -115,9 +116,13 @@ func (s *supervisorActor) forget(id uuid.UUID, pid *actor.PID) {
 }
 
 // spawnFixed spawns a fixed actor at the top level, at the PID the engine computed for it
-// from its name, so the engine's PIDs stay valid across its restarts.
+// from its name, so the engine's PIDs stay valid across its restarts. Its guardian restarts
+// it however often it fails, each time after a longer pause (100 ms more per failure within a
+// minute): a fixed actor holds work nobody else can do, so it is never stopped the way
+// protoactor's default guardian stops an actor failing ten times in ten seconds.
 func spawnFixed(e *Engine, want *actor.PID, producer actor.Producer) {
-	pid, err := e.root.SpawnNamed(e.props(producer), want.Id)
+	props := e.props(producer).Configure(actor.WithGuardian(actor.NewExponentialBackoffStrategy(time.Minute, 100*time.Millisecond)))
+	pid, err := e.root.SpawnNamed(props, want.Id)
 	if err != nil || !pid.Equal(want) {
 		panic(fmt.Sprintf("spawn %s: %v (got %v)", want.Id, err, pid)) // names are fixed: a programming error
 	}

@@ -16,12 +16,13 @@ import (
 type counter struct {
 	calls, cancelled atomic.Int64
 	panicOn, blockOn int64
+	panicUntil       int64 // every call up to this one panics
 	moreFor          int64
 }
 
 func (c *counter) round(ctx context.Context) (bool, error) {
 	n := c.calls.Add(1)
-	if n == c.panicOn {
+	if n == c.panicOn || n <= c.panicUntil {
 		panic("round panics")
 	}
 	if n == c.blockOn {
@@ -72,6 +73,21 @@ func TestWorkerPanicRestartsIt(t *testing.T) {
 	eventually(t, 10*time.Second, "rounds after the restart", func() (bool, string) {
 		return c.calls.Load() >= 5, fmt.Sprint(c.calls.Load())
 	})
+}
+
+// A fixed actor is never given up on: one that panics again and again (here fifteen times in a
+// row, past protoactor's default of ten in ten seconds, after which a top-level actor is
+// stopped for good) is restarted with a growing pause, and works once its fault passes.
+func TestWorkerPanickingRepeatedlyIsNeverStopped(t *testing.T) {
+	c := &counter{panicUntil: 15}
+	w := newWorld(t, actors.Options{}, nil)
+	w.addWorker(actors.Worker{Name: "count", Every: time.Millisecond, Round: c.round, AtStart: true})
+	eventually(t, 60*time.Second, "rounds after fifteen panics", func() (bool, string) {
+		return c.calls.Load() >= 20, fmt.Sprint(c.calls.Load(), " calls")
+	})
+	if n := w.metric("tuma_actor_restarts_total", map[string]string{"kind": "worker"}); n < 15 {
+		t.Errorf("%v restarts counted; want the fifteen", n)
+	}
 }
 
 // Stopping the engine ends a round under way (its context is cancelled) and runs no more.
