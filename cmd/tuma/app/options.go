@@ -68,7 +68,7 @@ func options() []option {
 				return httpURL(&c.PublicURL, v)
 			},
 			func(c *Config) string { return c.PublicURL }},
-		{"TUMA_DASHBOARD_URL", "", "where browser flows land after verification and payment (default <public url>/docs)", false,
+		{"TUMA_DASHBOARD_URL", "", "the dashboard, where browser flows land after verification, payment and a password reset (default <public url>/app/)", false,
 			func(c *Config, v string) error {
 				if v == "" {
 					return nil
@@ -269,6 +269,9 @@ func options() []option {
 		{"TUMA_REFRESH_TOKEN_TTL", "720h", "lifetime of refresh tokens", false,
 			func(c *Config, v string) error { return duration(&c.RefreshTokenTTL, v) },
 			func(c *Config) string { return c.RefreshTokenTTL.String() }},
+		{"TUMA_SESSION_MAX_AGE", "12h", "dashboard sessions end this long after sign-in, however active (they also end after 30 minutes unused)", false,
+			func(c *Config, v string) error { return duration(&c.SessionMaxAge, v) },
+			func(c *Config) string { return c.SessionMaxAge.String() }},
 		{"TUMA_SIM_LATENCY", "20ms", "simulated networks: time a submit takes", false,
 			func(c *Config, v string) error { return nonNegDuration(&c.SimLatency, v) },
 			func(c *Config) string { return c.SimLatency.String() }},
