@@ -10,14 +10,14 @@ import (
 // funcs are the template functions every page has.
 func funcs(a *assets) template.FuncMap {
 	return template.FuncMap{
-		"asset":   a.URL,
-		"field":   newField,
-		"kes":     KES,
-		"num":     Thousands,
-		"pct":     Percent,
-		"date":    Date,
-		"when":    DateTime,
-		"navOf":   navOf,
+		"asset": a.URL,
+		"field": newField,
+		"kes":   KES,
+		"num":   Thousands,
+		"pct":   Percent,
+		"date":  Date,
+		"when":  DateTime,
+		"navOf": navOf,
 	}
 }
 
@@ -28,7 +28,9 @@ type navView struct {
 	Current string
 }
 
-func navOf(p *Page, label string) navView { return navView{Label: label, Items: p.NavItems, Current: p.Nav} }
+func navOf(p *Page, label string) navView {
+	return navView{Label: label, Items: p.NavItems, Current: p.Nav}
+}
 
 // KES formats cents as "KES 1,234.50".
 func KES(cents int64) string {
