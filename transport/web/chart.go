@@ -22,7 +22,7 @@ type BarChart struct {
 	Title, Summary string // the chart's accessible name and description
 	Width, Height  int
 	Bars           []Bar
-	Ticks          []Tick // horizontal guide lines with their values
+	Ticks          []Tick // horizontal guide lines with their values, top first
 	FirstLabel     string // the first and last bars' labels, under the axis
 	LastLabel      string
 	Empty          bool // every value is zero
@@ -40,13 +40,12 @@ type Tick struct {
 	Y, Label string
 }
 
-// chart geometry, in viewBox units.
+// chart geometry, in viewBox units. The SVG stretches to its box (the stylesheet sets its
+// height), so its only text, the guide lines' values, is HTML beside it at a readable size.
 const (
 	chartWidth  = 600
 	chartHeight = 200
-	chartTop    = 10
-	chartBottom = 180 // the axis
-	chartLeft   = 56  // room for the tick labels
+	chartLeft   = 0
 )
 
 // NewBarChart lays out points as bars, scaled to the largest value (rounded up to a nice
@@ -62,10 +61,10 @@ func NewBarChart(id, title, summary string, points []Point, format func(float64)
 	if top == 0 {
 		top = 1
 	}
-	plot := float64(chartBottom - chartTop)
-	for i := 0; i <= 2; i++ {
+	plot := float64(chartHeight)
+	for i := 2; i >= 0; i-- {
 		v := top * float64(i) / 2
-		c.Ticks = append(c.Ticks, Tick{Y: num(chartBottom - plot*float64(i)/2), Label: format(v)})
+		c.Ticks = append(c.Ticks, Tick{Y: num(plot - plot*float64(i)/2), Label: format(v)})
 	}
 	if len(points) == 0 {
 		return c
@@ -78,7 +77,7 @@ func NewBarChart(id, title, summary string, points []Point, format func(float64)
 			h = 1 // a tiny spend still shows
 		}
 		c.Bars = append(c.Bars, Bar{
-			X: num(chartLeft + slot*float64(i) + (slot-w)/2), Y: num(chartBottom - h), W: num(w), H: num(h),
+			X: num(chartLeft + slot*float64(i) + (slot-w)/2), Y: num(plot - h), W: num(w), H: num(h),
 			Label: p.Label + ": " + p.Shown,
 		})
 	}
