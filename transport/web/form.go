@@ -139,7 +139,7 @@ func LandingBanners(rc *fasthttp.RequestCtx) []Banner {
 		if string(q.Peek("reason")) == "expired" {
 			why = "The link has expired."
 		}
-		out = append(out, Banner{"error", "We could not confirm your email address. " + why + " Ask for a new link or a code below."})
+		out = append(out, Banner{"error", "We could not confirm your email address. " + why + " You can ask for a new link, or confirm with a code instead."})
 	}
 	switch string(q.Peek("topup")) {
 	case "success":
