@@ -78,6 +78,12 @@ func (s *Site) toSignIn(rc *fasthttp.RequestCtx) error {
 	if next := SafeNext(back); next != "/app/" {
 		target += "?next=" + url.QueryEscape(next)
 	}
+	if len(rc.Request.Header.Peek("HX-Request")) > 0 {
+		// htmx would follow a 303 inside the page and swap the sign-in form into a fragment:
+		// it navigates the whole page on HX-Redirect instead.
+		rc.Response.Header.Set("HX-Redirect", target)
+		return pageProblem(http.StatusUnauthorized, "signed_out", "Your session has ended: sign in again.")
+	}
 	return &api.SeeOtherError{Location: target}
 }
 

@@ -8,6 +8,28 @@
 // …), each registering its routes on a Router and rendering its templates with Views; every
 // action calls the same operation or store read as the JSON API. The chain of transport/api
 // admits page requests through Site.Admit (the Page and PagePublic access kinds).
+//
+// A page group, in short (see overview and notifications):
+//
+//	//go:embed templates/*.html
+//	var templates embed.FS // templates/send.html: {{define "content"}}…{{end}}, and fragments
+//
+//	views, err := site.Views(templates)                     // each file a page in the layout
+//	func (p *Page) RegisterPages(r *web.Router) {
+//		r.Page("GET", "/app/send", p.form)               // signed in; CSRF on POST
+//		r.Page("POST", "/app/send", p.send)
+//	}
+//	id := web.AccountID(rc)                                  // or api.Principal(rc).AccountID
+//	f := web.ReadForm(rc)                                    // the posted fields
+//	err := op(ctx, input built from f)                       // the JSON API's operation
+//	return views.RenderForm(ctx, rc, "send", &web.Page{Title: "Send", Nav: "/app/send", Form: f}, err)
+//	site.Flash(rc, "success", "Sent."); return api.SeeOther(rc, "/app/messages")
+//
+// Templates use {{template "field" (field .Form "message" "Message" "textarea" "required")}}
+// (a labelled input with its errors under the API's field name), {{template "csrf" .CSRF}}
+// in every form, {{template "barchart" .Data.Chart}} (web.NewBarChart) and {{template "hbar"
+// (web.NewHBar …)}}, and kes, num, pct, date and when to format. Errors a handler returns
+// become HTML error pages (404 for another account's id); a 303 follows every POST.
 package web
 
 import (

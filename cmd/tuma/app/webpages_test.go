@@ -75,6 +75,11 @@ func TestDashboardSessionExpires(t *testing.T) {
 
 	p.signIn(a)
 	clk.advance(30*time.Minute + time.Second)
+	// An htmx request is told to take the whole page to sign in, not given the form inside it.
+	if r := p.do("GET", "/app/notifications", nil, "HX-Request", "true"); r.Status != http.StatusUnauthorized ||
+		r.Header.Get("HX-Redirect") != "/app/login?next=%2Fapp%2Fnotifications" {
+		t.Errorf("expired htmx request = %d HX-Redirect %q", r.Status, r.Header.Get("HX-Redirect"))
+	}
 	p.get("/app/").expect(t, http.StatusSeeOther, "/app/login")
 	if left := n.sqlInt(`SELECT count(*) FROM web_sessions WHERE account_id = $1`, a.ID); left != 0 {
 		t.Errorf("%d sessions left after both expired", left)
