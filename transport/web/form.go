@@ -2,7 +2,6 @@ package web
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -152,9 +151,6 @@ func LandingBanners(rc *fasthttp.RequestCtx) []Banner {
 
 // encodeToken is a CSRF secret as forms carry it.
 func encodeToken(secret []byte) string { return base64.RawURLEncoding.EncodeToString(secret) }
-
-// ErrNotVerified is why a page refuses what an unverified account cannot do yet.
-var ErrNotVerified = errors.New("the email address is not verified yet")
 
 // fieldID is a field's element id ("recipients[3]" → "f-recipients-3").
 func fieldID(name string) string {
