@@ -14,7 +14,7 @@ export TUMA_ADMIN_TOKEN ?= dev-admin-token-change-me
 export TUMA_SIGNUP_LIMIT_PER_IP ?= 0
 export TUMA_AUTH_LIMIT_PER_IP ?= 0
 
-.PHONY: run build test vet fmt-check lint bench drills fuzz migrate stores clean
+.PHONY: run build test vet fmt-check lint bench drills fuzz migrate stores clean screenshots
 
 ## run: start PostgreSQL and Redis if needed, build, migrate and serve on simulated carriers;
 ## the node prints where it is reached (TUMA_PUBLIC_URL, else TUMA_HTTP_ADDR) once listening
@@ -38,6 +38,13 @@ test: vet fmt-check
 	@# The drills start real nodes and time them: alone, after everything else, so no other
 	@# test's load counts in their figures.
 	$(GO) test -count=1 -timeout 30m ./bench/drill/
+
+## screenshots: run the dashboard's browser tests, writing a PNG of every page they visit at
+## 1280 and 375 pixels wide into screenshots/ (needs Chromium, PostgreSQL and Redis)
+screenshots: stores
+	@rm -rf screenshots
+	TUMA_SCREENSHOTS=$(CURDIR)/screenshots $(GO) test -count=1 -run 'Dashboard.*InBrowser|CheckoutInBrowser' ./cmd/tuma/app/
+	@ls screenshots
 
 vet:
 	$(GO) vet ./...

@@ -203,7 +203,8 @@ func (s *Store) SetPassword(ctx context.Context, id uuid.UUID, hash string) (Acc
 	return acc, err
 }
 
-// setPassword stores a new password hash and bumps the token version.
+// setPassword stores a new password hash, bumps the token version and ends the account's
+// dashboard sessions.
 func setPassword(ctx context.Context, tx pgx.Tx, id uuid.UUID, hash string) (Access, error) {
 	var acc Access
 	err := tx.QueryRow(ctx, `UPDATE accounts SET password_hash = $2, token_version = token_version + 1, updated_at = now()
@@ -211,7 +212,10 @@ func setPassword(ctx context.Context, tx pgx.Tx, id uuid.UUID, hash string) (Acc
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Access{}, ErrNotFound
 	}
-	return acc, err
+	if err != nil {
+		return Access{}, err
+	}
+	return acc, deleteAccountWebSessions(ctx, tx, id)
 }
 
 // RotateAPIKey revokes the account's live key and stores a new one, returning the old key's

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -21,12 +22,22 @@ import (
 )
 
 func (s *Server) wrap(method, route string, acc Access, h Handler) fasthttp.RequestHandler {
+	return s.chain(method, route, acc, nil, h)
+}
+
+// chain is the handler of a route: the chain, then h. pages admits the callers of a page
+// route and shows its problems; nil for the API's routes.
+func (s *Server) chain(method, route string, acc Access, pages Pages, h Handler) fasthttp.RequestHandler {
 	limited := admitted(route)
 	templated := strings.Contains(route, "{")
 	upload := s.uploadLimit(method, route)
 	var rm *routeMetrics
 	if method != "" {
 		rm = s.metrics.forRoute(route, method)
+	}
+	render := writeProblem
+	if pages != nil {
+		render = pages.RenderProblem
 	}
 	return func(rc *fasthttp.RequestCtx) {
 		start := time.Now()
@@ -39,7 +50,7 @@ func (s *Server) wrap(method, route string, acc Access, h Handler) fasthttp.Requ
 				s.log.Error("panic serving request", slog.String("request_id", reqID), slog.String("route", route),
 					slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
 				rc.Response.ResetBody()
-				acc.render(rc, problemFor(fmt.Errorf("panic: %v", p)))
+				render(rc, problemFor(fmt.Errorf("panic: %v", p)))
 			}
 			s.metrics.inFlight.Dec()
 			// An upload's bytes still on the connection (one refused before its end) would be
@@ -65,7 +76,7 @@ func (s *Server) wrap(method, route string, acc Access, h Handler) fasthttp.Requ
 				s.metrics.shed.Inc()
 				p := NewProblem("overloaded", "the node is serving as many requests as it can; retry shortly")
 				p.RetryAfter = 1
-				acc.render(rc, p)
+				render(rc, p)
 				return
 			}
 			defer func() {
@@ -81,7 +92,7 @@ func (s *Server) wrap(method, route string, acc Access, h Handler) fasthttp.Requ
 		if templated {
 			if allowed, ok := s.staticMethods[string(rc.Path())]; ok {
 				rc.Response.Header.Set("Allow", allowed)
-				acc.render(rc, NewProblem("method_not_allowed", fmt.Sprintf("%s is not allowed here; allowed: %s", rc.Method(), allowed)))
+				render(rc, NewProblem("method_not_allowed", fmt.Sprintf("%s is not allowed here; allowed: %s", rc.Method(), allowed)))
 				return
 			}
 		}
@@ -89,20 +100,25 @@ func (s *Server) wrap(method, route string, acc Access, h Handler) fasthttp.Requ
 		// length (and while it streams), everything else by TUMA_MAX_BODY_BYTES.
 		if upload == 0 {
 			if err := boundBody(rc, s.opts.MaxBodyBytes); err != nil {
-				acc.render(rc, problemFor(err))
+				render(rc, problemFor(err))
 				return
 			}
 		} else if rc.Request.Header.ContentLength() > upload {
-			acc.render(rc, problemFor(tooLarge(rc, upload)))
+			render(rc, problemFor(tooLarge(rc, upload)))
 			return
 		}
 		// fasthttp's RequestCtx is only cancelled at server shutdown, so each request gets
 		// its own deadline for the stores and actors it calls.
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
 		defer cancel()
-		err := s.authorize(ctx, rc, acc)
+		err := s.authorize(ctx, rc, acc, pages)
 		if err == nil {
 			err = h(ctx, rc)
+		}
+		var elsewhere *SeeOtherError
+		if errors.As(err, &elsewhere) {
+			_ = SeeOther(rc, elsewhere.Location)
+			return
 		}
 		if err != nil {
 			p := problemFor(err)
@@ -110,7 +126,7 @@ func (s *Server) wrap(method, route string, acc Access, h Handler) fasthttp.Requ
 				s.log.Error("request failed", slog.String("request_id", reqID), slog.String("route", route),
 					slog.Any("error", err))
 			}
-			acc.render(rc, p)
+			render(rc, p)
 		}
 	}
 }
@@ -131,9 +147,24 @@ func (s *Server) accessLog(rc *fasthttp.RequestCtx, method, route, reqID string,
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "http request", attrs...)
 }
 
+// SeeOtherError answers 303 to Location instead of a problem: a page whose caller must go
+// elsewhere first (to sign in).
+type SeeOtherError struct{ Location string }
+
+func (e *SeeOtherError) Error() string { return "see other: " + e.Location }
+
 // authorize lets the caller through as acc demands, recording who they are.
-func (s *Server) authorize(ctx context.Context, rc *fasthttp.RequestCtx, acc Access) error {
+func (s *Server) authorize(ctx context.Context, rc *fasthttp.RequestCtx, acc Access, pages Pages) error {
 	switch acc {
+	case Page, PagePublic:
+		p, err := pages.Admit(ctx, rc, acc)
+		if err != nil || acc == PagePublic {
+			return err
+		}
+		rc.SetUserValue(principalKey, p)
+		if d := s.limiter.Allow(ctx, "acct:"+p.AccountID.String(), s.opts.AccountRate); !d.Allowed {
+			return TooManyRequests("rate_limited", "too many requests for this account; slow down", d.RetryAfter)
+		}
 	case Optional:
 		if len(rc.Request.Header.Peek("X-API-Key")) == 0 && len(rc.Request.Header.Peek("Authorization")) == 0 {
 			return nil // anonymous
@@ -157,10 +188,6 @@ func (s *Server) authorize(ctx context.Context, rc *fasthttp.RequestCtx, acc Acc
 	}
 	return nil
 }
-
-// render writes a route's problem as its access kind shows problems: problem+json for every
-// kind the API has.
-func (acc Access) render(rc *fasthttp.RequestCtx, p *Problem) { writeProblem(rc, p) }
 
 // authenticate accepts X-API-Key (source api) or Authorization: Bearer (source browser).
 func (s *Server) authenticate(ctx context.Context, rc *fasthttp.RequestCtx) (auth.Principal, error) {

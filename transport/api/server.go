@@ -107,6 +107,7 @@ type Server struct {
 type Route struct {
 	Method string
 	Path   string
+	Access Access // who may call it; page kinds are the dashboard's, not the API's
 }
 
 // New builds the server and registers the routes of every group.

@@ -20,7 +20,7 @@ type Source string
 // Sources.
 const (
 	SourceAPI     Source = "api"     // X-API-Key
-	SourceBrowser Source = "browser" // Authorization: Bearer <access token>
+	SourceBrowser Source = "browser" // Authorization: Bearer <access token>, or a dashboard session
 )
 
 // Principal is the authenticated caller.
@@ -128,6 +128,22 @@ func (a *Authenticator) Bearer(ctx context.Context, token string) (Principal, er
 		return Principal{}, ErrSuspended
 	}
 	return Principal{AccountID: id, Source: SourceBrowser}, nil
+}
+
+// Session admits a dashboard session of the account begun at tokenVersion: as a bearer token
+// is, it ends when the password changes and is refused while the account is suspended.
+func (a *Authenticator) Session(ctx context.Context, accountID uuid.UUID, tokenVersion int64) (Principal, error) {
+	acc, err := a.access(ctx, accountID, accountID.String())
+	if err != nil {
+		return Principal{}, err
+	}
+	if acc.TokenVersion != tokenVersion {
+		return Principal{}, fmt.Errorf("%w: session begun before the password changed", ErrUnauthenticated)
+	}
+	if acc.Status != persistence.StatusActive {
+		return Principal{}, ErrSuspended
+	}
+	return Principal{AccountID: accountID, Source: SourceBrowser}, nil
 }
 
 // access reads an account's status and token version: from the cache, which every node

@@ -115,7 +115,7 @@ var linkRE = regexp.MustCompile(`https?://[^\s"<>]+`)
 type Messages struct {
 	Product      string // "Tuma"
 	PublicURL    string // verification links point here
-	DashboardURL string // where a person picks a new password
+	DashboardURL string // the dashboard: its reset page is where a person picks a new password
 }
 
 // VerificationLink asks the recipient to confirm their address with a link.
@@ -141,14 +141,24 @@ func (m Messages) VerificationCode(to, code string, ttl time.Duration) persisten
 
 // PasswordReset sends a link to choose a new password.
 func (m Messages) PasswordReset(to, name, token string, ttl time.Duration) persistence.Email {
-	link := m.DashboardURL + "?reset_token=" + url.QueryEscape(token)
+	link := dashboardPage(m.DashboardURL, "reset") + "?token=" + url.QueryEscape(token)
 	return m.render("password_reset", to, "Reset your "+m.Product+" password", name,
 		[]string{
 			"Someone (hopefully you) asked to reset the password of your " + m.Product + " account.",
-			"Send this token with your new password to POST /auth/reset-password, or open the link from the dashboard:",
+			"Open the link below to choose a new one. From code, send this token with the new password to POST /auth/reset-password:",
 			token,
 		}, link, "Reset my password",
 		"The link works once and expires in "+human(ttl)+". If you did not ask for it, ignore this email: your password stays as it is.")
+}
+
+// dashboardPage is the address of one of the dashboard's pages: name resolved against the
+// dashboard's URL, so <public url>/app/ gives <public url>/app/reset.
+func dashboardPage(dashboard, name string) string {
+	base, err := url.Parse(dashboard)
+	if err != nil {
+		return strings.TrimRight(dashboard, "/") + "/" + name
+	}
+	return base.ResolveReference(&url.URL{Path: name}).String()
 }
 
 var page = template.Must(template.New("mail").Parse(`<!doctype html>

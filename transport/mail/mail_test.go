@@ -28,7 +28,7 @@ func TestMessagesSayWhatTheyAreFor(t *testing.T) {
 				return e.Purpose, e.Subject, e.Text, e.HTML
 			}},
 		{"reset", "password_reset", "Reset your Tuma password",
-			[]string{"pr_tok", "https://app.example.com?reset_token=pr_tok", "expires in 1 hour"},
+			[]string{"pr_tok", "https://app.example.com/reset?token=pr_tok", "expires in 1 hour"},
 			func() (string, string, string, string) {
 				e := m.PasswordReset("a@b.co", "Jane", "pr_tok", time.Hour)
 				return e.Purpose, e.Subject, e.Text, e.HTML
@@ -46,6 +46,19 @@ func TestMessagesSayWhatTheyAreFor(t *testing.T) {
 		}
 		if !strings.HasPrefix(html, "<!doctype html>") || !strings.Contains(html, c.text[0][:6]) {
 			t.Errorf("%s: html part %q", c.name, html)
+		}
+	}
+}
+
+func TestResetLinkLandsOnTheDashboardsResetPage(t *testing.T) {
+	for dashboard, want := range map[string]string{
+		"http://127.0.0.1:8080/app/":  "http://127.0.0.1:8080/app/reset?token=pr_a%2Bb",
+		"https://app.example.com":     "https://app.example.com/reset?token=pr_a%2Bb",
+		"https://example.com/console": "https://example.com/reset?token=pr_a%2Bb",
+	} {
+		e := Messages{Product: "Tuma", DashboardURL: dashboard}.PasswordReset("a@b.co", "Jane", "pr_a+b", time.Hour)
+		if !strings.Contains(e.Text, want+"\n") {
+			t.Errorf("dashboard %s: reset mail %q; want the link %s", dashboard, e.Text, want)
 		}
 	}
 }

@@ -51,9 +51,15 @@ func browser(t *testing.T) context.Context {
 // TestCheckoutInBrowser pays a sandbox top-up the way a person does: the checkout page in a
 // real browser, the amount on it, a click on Pay, and back to the dashboard credited.
 func TestCheckoutInBrowser(t *testing.T) {
-	ctx := browser(t)
 	n := startNode(t, nil)
 	a := n.register("browser@example.com")
+	// Signed in to the dashboard, where the payer comes back.
+	b := n.tab(t)
+	b.open("/app/login")
+	b.fill("Email address", a.Email)
+	b.fill("Password", a.Password)
+	b.submit("Sign in")
+	ctx := b.ctx
 	ref, authURL := n.startTopup(a, 1500)
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(authURL), chromedp.WaitVisible(chromedp.ID("pay"))); err != nil {
@@ -89,8 +95,11 @@ func TestCheckoutInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !strings.HasPrefix(loc, n.base+"/docs?") || !strings.Contains(loc, "topup=success") || !strings.Contains(loc, "reference="+ref) {
+	if !strings.HasPrefix(loc, n.base+"/app/?") || !strings.Contains(loc, "topup=success") || !strings.Contains(loc, "reference="+ref) {
 		t.Fatalf("landed on %q; want the dashboard with topup=success and the reference", loc)
 	}
 	n.assertCredited(a, ref, 1500)
+	b.waitText("Payment received: your wallet has been topped up.")
+	b.waitText("KES 1,500.00")
+	b.check("overview-topup")
 }

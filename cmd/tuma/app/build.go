@@ -149,21 +149,28 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	if err != nil {
 		return nil, err
 	}
+	authn := auth.NewAuthenticator(a.store, principals, tokens)
+	acct := accounts.New(accountOpts, accounts.Deps{
+		Store: a.store, Passwords: passwords, Tokens: tokens, Principals: principals, Limiter: limiter,
+		Engine: a.engine, Mail: mailer, Messages: messages, Plan: plan, Now: a.now,
+	})
+	verify := accounts.NewVerification(accountOpts, accounts.VerificationDeps{
+		Store: a.store, Passwords: passwords, Principals: principals, Limiter: limiter,
+		Engine: a.engine, Mail: mailer, Messages: messages, Now: a.now,
+	})
+	dashboard, err := a.dashboard(authn, acct, verify)
+	if err != nil {
+		return nil, err
+	}
 	return api.New(opts, api.Deps{
 		Log:        log,
 		Registerer: a.registry,
-		Auth:       auth.NewAuthenticator(a.store, principals, tokens),
+		Auth:       authn,
 		Limiter:    limiter,
 		Probe:      operations.ProbeDependencies,
 	},
-		accounts.New(accountOpts, accounts.Deps{
-			Store: a.store, Passwords: passwords, Tokens: tokens, Principals: principals, Limiter: limiter,
-			Engine: a.engine, Mail: mailer, Messages: messages, Plan: plan, Now: a.now,
-		}),
-		accounts.NewVerification(accountOpts, accounts.VerificationDeps{
-			Store: a.store, Passwords: passwords, Principals: principals, Limiter: limiter,
-			Engine: a.engine, Mail: mailer, Messages: messages, Now: a.now,
-		}),
+		acct,
+		verify,
 		sms.New(sms.Options{DeliveryRate: perPeriod(cfg.DeliveryChecksPerMinute, time.Minute)}, sms.Deps{
 			Store: a.store, Engine: a.engine, Keys: keys, Limiter: limiter, Lists: lists, Plan: plan,
 		}),
@@ -183,6 +190,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		sandbox.New(sandbox.Options{On: sandboxOn, Secret: cfg.PaymentSecretKey, PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
 			sandbox.Deps{Store: a.store, Hooks: waker{a.engine, workerHooks}, Now: a.now}),
 		operations,
+		dashboard,
 	)
 }
 

@@ -68,6 +68,7 @@ type Config struct {
 	LoginPerMinute   int // attempts per email and minute; per IP it is ten times this
 	BcryptCost       int
 	RefreshTokenTTL  time.Duration
+	SessionMaxAge    time.Duration  // a dashboard session's absolute lifetime
 	TrustedProxies   []netip.Prefix // peers whose X-Forwarded-For is believed
 
 	// Budgets of what outside input can make a node do (0: off).
@@ -169,7 +170,7 @@ func (c *Config) finish() error {
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if c.DashboardURL == "" {
 		c.dashboardDerived = true
-		c.DashboardURL = c.PublicURL + "/docs"
+		c.DashboardURL = c.PublicURL + "/app/"
 	}
 	if c.LogFormat == "" {
 		c.LogFormat = "text"
@@ -362,7 +363,7 @@ func (c *Config) resolveListener(addr string) {
 		c.PublicURL = "http://" + listenURLHost(addr)
 	}
 	if c.dashboardDerived {
-		c.DashboardURL = c.PublicURL + "/docs"
+		c.DashboardURL = c.PublicURL + "/app/"
 	}
 }
 

@@ -20,7 +20,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTPAddr != "127.0.0.1:8080" || c.PublicURL != "http://127.0.0.1:8080" || c.DashboardURL != "http://127.0.0.1:8080/docs" ||
+	if c.HTTPAddr != "127.0.0.1:8080" || c.PublicURL != "http://127.0.0.1:8080" || c.DashboardURL != "http://127.0.0.1:8080/app/" ||
 		c.RedisURL != "redis://127.0.0.1:6379/0" || c.SharedSenderID != "TUMA" || c.Carriers != "sim" ||
 		c.PaymentProvider != "sandbox" || c.MailFrom != "Tuma <no-reply@localhost>" || c.AdminToken != "" ||
 		!strings.HasSuffix(strings.Split(c.DatabaseURL, "?")[0], "/tuma") || c.RequestTimeout != 30*time.Second {

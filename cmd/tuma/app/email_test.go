@@ -79,7 +79,7 @@ func TestVerifyByLink(t *testing.T) {
 	}
 	path := link[strings.Index(link, "/auth/verify-email"):]
 	resp := n.noRedirect(path)
-	if resp.StatusCode != 303 || !strings.HasSuffix(resp.Header.Get("Location"), "/docs?verified=1") {
+	if resp.StatusCode != 303 || !strings.HasSuffix(resp.Header.Get("Location"), "/app/?verified=1") {
 		t.Fatalf("link = %d → %q; want 303 to the dashboard with verified=1", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	if me := n.do("GET", "/auth/me", nil, key(a)...).json(t); me["is_verified"] != true {

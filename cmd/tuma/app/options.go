@@ -67,7 +67,7 @@ func options() []option {
 				return httpURL(&c.PublicURL, v)
 			},
 			func(c *Config) string { return c.PublicURL }},
-		{"TUMA_DASHBOARD_URL", "", "where browser flows land after verification and payment (default <public url>/docs)", false,
+		{"TUMA_DASHBOARD_URL", "", "the dashboard, where browser flows land after verification, payment and a password reset (default <public url>/app/)", false,
 			func(c *Config, v string) error {
 				if v == "" {
 					return nil
@@ -222,6 +222,7 @@ func options() []option {
 		intOption("TUMA_SIGNUP_LIMIT_PER_IP", "10", "registrations per hour per client IP (0 disables; test and load rigs that register many accounts set 0)", func(c *Config) *int { return &c.SignupLimitPerIP }, 0, 1_000_000),
 		intOption("TUMA_BCRYPT_COST", "10", "bcrypt cost of password hashes (4-31)", func(c *Config) *int { return &c.BcryptCost }, 4, 31),
 		durationOption("TUMA_REFRESH_TOKEN_TTL", "720h", "lifetime of refresh tokens", func(c *Config) *time.Duration { return &c.RefreshTokenTTL }, duration),
+		durationOption("TUMA_SESSION_MAX_AGE", "12h", "dashboard sessions end this long after sign-in, however active (they also end after 30 minutes unused)", func(c *Config) *time.Duration { return &c.SessionMaxAge }, duration),
 		durationOption("TUMA_SIM_LATENCY", "20ms", "simulated networks: time a submit takes", func(c *Config) *time.Duration { return &c.SimLatency }, nonNegDuration),
 		durationOption("TUMA_SIM_RECEIPT_DELAY", "1s", "simulated networks: time from submit to delivery receipt", func(c *Config) *time.Duration { return &c.SimReceiptDelay }, nonNegDuration),
 		{"TUMA_SIM_TPS", "0", "simulated networks: submits per second each accepts before throttling (0 = unlimited; or safaricom=100,airtel=50,telkom=20)", false,

@@ -247,7 +247,7 @@ func TestSandboxCheckoutPay(t *testing.T) {
 		t.Fatalf("pay = %d → %q; want 303 to /wallet/callback?reference=", resp.StatusCode, back)
 	}
 	loc := n.noRedirect(strings.TrimPrefix(back, n.base)).Header.Get("Location")
-	if !strings.HasPrefix(loc, n.base+"/docs?") || !strings.Contains(loc, "topup=success") {
+	if !strings.HasPrefix(loc, n.base+"/app/?") || !strings.Contains(loc, "topup=success") {
 		t.Fatalf("callback → %q; want the dashboard with topup=success", loc)
 	}
 	n.assertCredited(a, ref, 1500)

@@ -173,73 +173,127 @@ type tokenPair struct {
 }
 
 func (h *Handler) register(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	if err := h.budget.authIP(ctx, rc); err != nil {
+	ip := h.opts.Proxies.ClientIP(rc)
+	if err := h.budget.authIP(ctx, ip); err != nil {
 		return err
 	}
 	if err := api.CheckJSON(rc); err != nil {
 		return err
 	}
-	r, err := parseRegistration(rc.PostBody(), h.plan)
+	var in Registration
+	if err := api.ParseJSON(rc.PostBody(), &in); err != nil {
+		return err
+	}
+	r, err := h.createAccount(ctx, ip, in)
 	if err != nil {
 		return err
 	}
+	u := newUserJSON(r.Account)
+	u.APIKey, u.APIKeyPrefix = r.APIKey, r.APIKeyPrefix
+	return api.WriteJSON(rc, http.StatusCreated, u)
+}
+
+// Registered is a new account, with its API key (shown this once: only its hash is kept).
+type Registered struct {
+	Account      persistence.Account
+	APIKey       string
+	APIKeyPrefix string
+}
+
+// SignUp registers an account for a client at ip, within the per-address budgets, and
+// mails its verification link. Invalid fields are a 422 problem naming the API's fields.
+func (h *Handler) SignUp(ctx context.Context, ip string, in Registration) (Registered, error) {
+	if err := h.budget.authIP(ctx, ip); err != nil {
+		return Registered{}, err
+	}
+	return h.createAccount(ctx, ip, in)
+}
+
+// createAccount is SignUp once the client's request budget is spent.
+func (h *Handler) createAccount(ctx context.Context, ip string, in Registration) (Registered, error) {
+	r, err := in.check(h.plan)
+	if err != nil {
+		return Registered{}, err
+	}
 	// After validation, so a typo does not spend the budget; before the password hash.
-	if err := h.budget.signup(ctx, rc); err != nil {
-		return err
+	if err := h.budget.signup(ctx, ip); err != nil {
+		return Registered{}, err
 	}
 	na := r.account
 	if na.PasswordHash, err = h.passwords.Hash(r.password); err != nil {
-		return err
+		return Registered{}, err
 	}
 	key, prefix, keyHash, err := auth.NewAPIKey()
 	if err != nil {
-		return err
+		return Registered{}, err
 	}
 	na.APIKeyHash, na.APIKeyPrefix = keyHash, prefix
 	link, err := h.links.newLink(na.Email, na.FullName)
 	if err != nil {
-		return err
+		return Registered{}, err
 	}
 	na.Verification = &link
 	a, err := h.store.CreateAccount(ctx, na)
 	if err != nil {
-		return err
+		return Registered{}, err
 	}
 	h.mail.Wake()
-	u := newUserJSON(a)
-	u.APIKey, u.APIKeyPrefix = key, prefix
-	return api.WriteJSON(rc, http.StatusCreated, u)
+	return Registered{Account: a, APIKey: key, APIKeyPrefix: prefix}, nil
 }
 
 func (h *Handler) login(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	if err := h.budget.authIP(ctx, rc); err != nil {
+	ip := h.opts.Proxies.ClientIP(rc)
+	if err := h.budget.authIP(ctx, ip); err != nil {
 		return err
 	}
 	if err := api.CheckJSON(rc); err != nil {
 		return err
 	}
-	in, err := parseLogin(rc.PostBody())
+	var in Credentials
+	if err := api.ParseJSON(rc.PostBody(), &in); err != nil {
+		return err
+	}
+	a, err := h.authenticate(ctx, ip, in)
 	if err != nil {
 		return err
-	}
-	if err := h.budget.login(ctx, rc, in.email); err != nil {
-		return err
-	}
-	a, err := h.store.AccountByEmail(ctx, in.email)
-	if err != nil && !errors.Is(err, persistence.ErrNotFound) {
-		return err
-	}
-	if !h.passwords.Verify(a.PasswordHash, in.password) {
-		return api.NewProblem("invalid_credentials", "the email or password is wrong")
-	}
-	if !a.Active() {
-		return auth.ErrSuspended
 	}
 	pair, err := h.issueTokens(ctx, a, uuid.Nil)
 	if err != nil {
 		return err
 	}
 	return api.WriteJSON(rc, http.StatusOK, pair)
+}
+
+// SignIn checks the credentials of a client at ip within the login budgets (per address and
+// per account): the account when they are right and it is active, else a 401
+// invalid_credentials or 403 account_suspended problem.
+func (h *Handler) SignIn(ctx context.Context, ip string, in Credentials) (persistence.Account, error) {
+	if err := h.budget.authIP(ctx, ip); err != nil {
+		return persistence.Account{}, err
+	}
+	return h.authenticate(ctx, ip, in)
+}
+
+// authenticate is SignIn once the client's request budget is spent.
+func (h *Handler) authenticate(ctx context.Context, ip string, in Credentials) (persistence.Account, error) {
+	c, err := in.check()
+	if err != nil {
+		return persistence.Account{}, err
+	}
+	if err := h.budget.login(ctx, ip, c.email); err != nil {
+		return persistence.Account{}, err
+	}
+	a, err := h.store.AccountByEmail(ctx, c.email)
+	if err != nil && !errors.Is(err, persistence.ErrNotFound) {
+		return persistence.Account{}, err
+	}
+	if !h.passwords.Verify(a.PasswordHash, c.password) {
+		return persistence.Account{}, api.NewProblem("invalid_credentials", "the email or password is wrong")
+	}
+	if !a.Active() {
+		return persistence.Account{}, auth.ErrSuspended
+	}
+	return a, nil
 }
 
 func (h *Handler) issueTokens(ctx context.Context, a persistence.Account, family uuid.UUID) (tokenPair, error) {
@@ -258,7 +312,7 @@ func (h *Handler) issueTokens(ctx context.Context, a persistence.Account, family
 }
 
 func (h *Handler) refresh(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	if err := h.budget.authIP(ctx, rc); err != nil {
+	if err := h.budget.authIP(ctx, h.opts.Proxies.ClientIP(rc)); err != nil {
 		return err
 	}
 	if err := api.CheckJSON(rc); err != nil {

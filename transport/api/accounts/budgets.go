@@ -3,8 +3,6 @@ package accounts
 import (
 	"context"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/tuma-sms/tuma/transport/api"
 )
 
@@ -18,16 +16,16 @@ type budget struct {
 // authIP is the per-client budget of the endpoints that need no credentials yet cost a
 // password hash or a database lookup (register, login, refresh, resend-verification,
 // forgot-password, reset-password). It runs first, so refused requests cost nothing more.
-func (b budget) authIP(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	if d := b.limiter.Allow(ctx, "auth:ip:"+b.opts.Proxies.ClientIP(rc), b.opts.AuthRatePerIP); !d.Allowed {
+func (b budget) authIP(ctx context.Context, ip string) error {
+	if d := b.limiter.Allow(ctx, "auth:ip:"+ip, b.opts.AuthRatePerIP); !d.Allowed {
 		return api.TooManyRequests("too_many_requests", "too many requests from this address; try again later", d.RetryAfter)
 	}
 	return nil
 }
 
 // signup bounds registrations per client, so welcome bonuses cannot be farmed at speed.
-func (b budget) signup(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	if d := b.limiter.Allow(ctx, "signup:ip:"+b.opts.Proxies.ClientIP(rc), b.opts.SignupRatePerIP); !d.Allowed {
+func (b budget) signup(ctx context.Context, ip string) error {
+	if d := b.limiter.Allow(ctx, "signup:ip:"+ip, b.opts.SignupRatePerIP); !d.Allowed {
 		return api.TooManyRequests("too_many_signups", "too many accounts registered from this address; try again later", d.RetryAfter)
 	}
 	return nil
@@ -35,8 +33,8 @@ func (b budget) signup(ctx context.Context, rc *fasthttp.RequestCtx) error {
 
 // login throttles sign-in before the password is touched, per client and per target
 // account, so neither one address nor one account can be guessed at speed.
-func (b budget) login(ctx context.Context, rc *fasthttp.RequestCtx, email string) error {
-	if d := b.limiter.Allow(ctx, "login:ip:"+b.opts.Proxies.ClientIP(rc), b.opts.LoginRatePerIP); !d.Allowed {
+func (b budget) login(ctx context.Context, ip, email string) error {
+	if d := b.limiter.Allow(ctx, "login:ip:"+ip, b.opts.LoginRatePerIP); !d.Allowed {
 		return api.TooManyRequests("too_many_login_attempts", "too many login attempts from this address; try again later", d.RetryAfter)
 	}
 	if d := b.limiter.Allow(ctx, "login:email:"+email, b.opts.LoginRatePerEmail); !d.Allowed {
@@ -46,8 +44,8 @@ func (b budget) login(ctx context.Context, rc *fasthttp.RequestCtx, email string
 }
 
 // mailIP is the per-client budget of the public email endpoints.
-func (b budget) mailIP(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	if d := b.limiter.Allow(ctx, "mail:ip:"+b.opts.Proxies.ClientIP(rc), b.opts.EmailRatePerIP); !d.Allowed {
+func (b budget) mailIP(ctx context.Context, ip string) error {
+	if d := b.limiter.Allow(ctx, "mail:ip:"+ip, b.opts.EmailRatePerIP); !d.Allowed {
 		return api.TooManyRequests("too_many_requests", "too many requests from this address; try again later", d.RetryAfter)
 	}
 	return nil

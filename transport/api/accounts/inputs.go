@@ -20,19 +20,28 @@ type registration struct {
 	password string
 }
 
+// Registration is what signing up takes: the body of POST /auth/register, or the sign-up
+// form's fields.
+type Registration struct {
+	Email        string `json:"email"`
+	Password     string `json:"password"`
+	FullName     string `json:"full_name"`
+	CompanyName  string `json:"company_name"`
+	Phone        string `json:"phone"`
+	BusinessType string `json:"business_type"`
+	Country      string `json:"country"`
+}
+
 func parseRegistration(body []byte, plan *carriers.Plan) (registration, error) {
-	var in struct {
-		Email        string `json:"email"`
-		Password     string `json:"password"`
-		FullName     string `json:"full_name"`
-		CompanyName  string `json:"company_name"`
-		Phone        string `json:"phone"`
-		BusinessType string `json:"business_type"`
-		Country      string `json:"country"`
-	}
+	var in Registration
 	if err := api.ParseJSON(body, &in); err != nil {
 		return registration{}, err
 	}
+	return in.check(plan)
+}
+
+// check validates and normalises a registration; errors name the API's fields.
+func (in Registration) check(plan *carriers.Plan) (registration, error) {
 	var fe api.FieldErrors
 	email, ok := api.NormalizeEmail(in.Email)
 	if !ok {
@@ -55,14 +64,22 @@ type credentials struct {
 	password string
 }
 
+// Credentials are what signing in takes: the body of POST /auth/login, or the sign-in form's
+// fields.
+type Credentials struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
 func parseLogin(body []byte) (credentials, error) {
-	var in struct {
-		Email    string `json:"email"`
-		Password string `json:"password"`
-	}
+	var in Credentials
 	if err := api.ParseJSON(body, &in); err != nil {
 		return credentials{}, err
 	}
+	return in.check()
+}
+
+func (in Credentials) check() (credentials, error) {
 	var fe api.FieldErrors
 	if in.Email == "" {
 		fe.Add("email", "is required")
@@ -146,29 +163,43 @@ func parsePasswordChange(body []byte) (passwordChange, error) {
 	return passwordChange{current: in.CurrentPassword, next: in.NewPassword}, fe.Err()
 }
 
+// codeBody is the body of POST /auth/verify-code.
+type codeBody struct {
+	Code string `json:"code"`
+}
+
 // parseCode reads {"code": "123456"}: exactly six digits.
 func parseCode(body []byte) (string, error) {
-	var in struct {
-		Code string `json:"code"`
-	}
+	var in codeBody
 	if err := api.ParseJSON(body, &in); err != nil {
 		return "", err
 	}
-	if len(in.Code) != 6 || strings.Trim(in.Code, "0123456789") != "" {
+	return checkCode(in.Code)
+}
+
+func checkCode(code string) (string, error) {
+	if len(code) != 6 || strings.Trim(code, "0123456789") != "" {
 		return "", api.Invalid(api.FieldError{Field: "code", Message: "must be the 6-digit code from the email"})
 	}
-	return in.Code, nil
+	return code, nil
+}
+
+// emailBody is the body of the endpoints that take an address.
+type emailBody struct {
+	Email string `json:"email"`
 }
 
 // parseEmailBody reads {"email": "…"} and normalises the address.
 func parseEmailBody(body []byte) (string, error) {
-	var in struct {
-		Email string `json:"email"`
-	}
+	var in emailBody
 	if err := api.ParseJSON(body, &in); err != nil {
 		return "", err
 	}
-	email, ok := api.NormalizeEmail(in.Email)
+	return checkEmail(in.Email)
+}
+
+func checkEmail(raw string) (string, error) {
+	email, ok := api.NormalizeEmail(raw)
 	if !ok {
 		return "", api.Invalid(api.FieldError{Field: "email", Message: "must be a valid email address"})
 	}
@@ -177,15 +208,23 @@ func parseEmailBody(body []byte) (string, error) {
 
 type reset struct{ token, password string }
 
+// PasswordReset is what choosing a new password with a reset token takes: the body of POST
+// /auth/reset-password, or the reset form's fields.
+type PasswordReset struct {
+	Token       string `json:"token"`
+	NewPassword string `json:"new_password"`
+}
+
 // parseReset reads {"token": "…", "new_password": "…"}, applying the password policy.
 func parseReset(body []byte) (reset, error) {
-	var in struct {
-		Token       string `json:"token"`
-		NewPassword string `json:"new_password"`
-	}
+	var in PasswordReset
 	if err := api.ParseJSON(body, &in); err != nil {
 		return reset{}, err
 	}
+	return in.check()
+}
+
+func (in PasswordReset) check() (reset, error) {
 	var fe api.FieldErrors
 	if in.Token == "" {
 		fe.Add("token", "is required")

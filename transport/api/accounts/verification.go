@@ -27,9 +27,9 @@ const (
 	passwordResetTTL    = time.Hour
 )
 
-// genericEmailReply answers resend-verification and forgot-password whatever happened, so
+// GenericEmailReply answers resend-verification and forgot-password whatever happened, so
 // neither reveals whether an address has an account.
-const genericEmailReply = "If an account exists for that address, we have sent it an email."
+const GenericEmailReply = "If an account exists for that address, we have sent it an email."
 
 // VerificationStore is what the email flows need from the store.
 type VerificationStore interface {
@@ -153,7 +153,21 @@ func (v *Verification) bonusPaid(ver persistence.Verified) {
 }
 
 func (v *Verification) sendVerificationCode(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	id := api.Principal(rc).AccountID
+	if err := v.SendCode(ctx, api.Principal(rc).AccountID); err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusOK, struct {
+		Message   string `json:"message"`
+		ExpiresIn int    `json:"expires_in"`
+	}{CodeSentMessage, int(verificationCodeTTL.Seconds())})
+}
+
+// CodeSentMessage is what a person is told once a code is on its way.
+const CodeSentMessage = "We have emailed you a 6-digit code."
+
+// SendCode mails the account a fresh 6-digit verification code, within its budget of code
+// mails (429 too_many_requests); a verified account gets 409 already_verified.
+func (v *Verification) SendCode(ctx context.Context, id uuid.UUID) error {
 	if !v.budget.mail(ctx, "code", id.String()) {
 		return api.TooManyRequests("too_many_requests", "a code was sent recently; check your inbox or try again later", time.Minute)
 	}
@@ -173,21 +187,34 @@ func (v *Verification) sendVerificationCode(ctx context.Context, rc *fasthttp.Re
 		return err
 	}
 	v.mail.Wake()
-	return api.WriteJSON(rc, http.StatusOK, struct {
-		Message   string `json:"message"`
-		ExpiresIn int    `json:"expires_in"`
-	}{"We have emailed you a 6-digit code.", int(verificationCodeTTL.Seconds())})
+	return nil
 }
 
 func (v *Verification) verifyCode(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err := api.CheckJSON(rc); err != nil {
 		return err
 	}
-	code, err := parseCode(rc.PostBody())
+	var in codeBody
+	if err := api.ParseJSON(rc.PostBody(), &in); err != nil {
+		return err
+	}
+	if err := v.VerifyCode(ctx, api.Principal(rc).AccountID, in.Code); err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusOK, struct {
+		Message    string `json:"message"`
+		IsVerified bool   `json:"is_verified"`
+	}{"Your email is verified.", true})
+}
+
+// VerifyCode verifies the account's email by the code it was mailed: 422 when it is not six
+// digits; 400 invalid_code (with attempts_remaining) or code_expired; 429 code_locked after
+// too many wrong ones; 409 already_verified.
+func (v *Verification) VerifyCode(ctx context.Context, id uuid.UUID, code string) error {
+	code, err := checkCode(code)
 	if err != nil {
 		return err
 	}
-	id := api.Principal(rc).AccountID
 	ver, err := v.store.VerifyCode(ctx, id, v.codeHash(id, code), v.now(), v.opts.CodeAttemptsPerDay)
 	var (
 		wrong  *persistence.WrongCodeError
@@ -212,50 +239,79 @@ func (v *Verification) verifyCode(ctx context.Context, rc *fasthttp.RequestCtx) 
 		return err
 	}
 	v.bonusPaid(ver)
-	return api.WriteJSON(rc, http.StatusOK, struct {
-		Message    string `json:"message"`
-		IsVerified bool   `json:"is_verified"`
-	}{"Your email is verified.", true})
+	return nil
 }
 
 // publicEmail reads the {"email"} body of the public email endpoints, within the client's
 // budget of them.
-func (v *Verification) publicEmail(ctx context.Context, rc *fasthttp.RequestCtx) (string, error) {
-	if err := v.budget.authIP(ctx, rc); err != nil {
-		return "", err
-	}
-	if err := v.budget.mailIP(ctx, rc); err != nil {
-		return "", err
+func (v *Verification) publicEmail(ctx context.Context, rc *fasthttp.RequestCtx) (ip, email string, err error) {
+	ip = v.opts.Proxies.ClientIP(rc)
+	if err := v.publicBudget(ctx, ip); err != nil {
+		return "", "", err
 	}
 	if err := api.CheckJSON(rc); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return parseEmailBody(rc.PostBody())
+	var in emailBody
+	if err := api.ParseJSON(rc.PostBody(), &in); err != nil {
+		return "", "", err
+	}
+	return ip, in.Email, nil
+}
+
+// publicBudget is the per-client budget of the public email endpoints.
+func (v *Verification) publicBudget(ctx context.Context, ip string) error {
+	if err := v.budget.authIP(ctx, ip); err != nil {
+		return err
+	}
+	return v.budget.mailIP(ctx, ip)
 }
 
 func (v *Verification) resendVerification(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	email, err := v.publicEmail(ctx, rc)
+	_, email, err := v.publicEmail(ctx, rc)
+	if err == nil {
+		err = v.resend(ctx, email)
+	}
 	if err != nil {
 		return err
 	}
-	if v.budget.mail(ctx, "verify", email) {
-		a, err := v.store.AccountByEmail(ctx, email)
-		switch {
-		case errors.Is(err, persistence.ErrNotFound):
-		case err != nil:
-			return err
-		case !a.Verified:
-			l, err := v.links.newLink(a.Email, a.FullName)
-			if err != nil {
-				return err
-			}
-			if err := v.store.AddVerificationLink(ctx, a.ID, l); err != nil && !errors.Is(err, persistence.ErrAlreadyVerified) {
-				return err
-			}
-			v.mail.Wake()
-		}
+	return api.WriteJSON(rc, http.StatusOK, api.Message{Message: GenericEmailReply})
+}
+
+// ResendVerification mails a fresh verification link to the address, if it is an unverified
+// account's, within the client's and the address's budgets. Success says nothing of whether
+// the address has an account (GenericEmailReply).
+func (v *Verification) ResendVerification(ctx context.Context, ip, email string) error {
+	if err := v.publicBudget(ctx, ip); err != nil {
+		return err
 	}
-	return api.WriteJSON(rc, http.StatusOK, api.Message{Message: genericEmailReply})
+	return v.resend(ctx, email)
+}
+
+func (v *Verification) resend(ctx context.Context, raw string) error {
+	email, err := checkEmail(raw)
+	if err != nil {
+		return err
+	}
+	if !v.budget.mail(ctx, "verify", email) {
+		return nil
+	}
+	a, err := v.store.AccountByEmail(ctx, email)
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+	case err != nil:
+		return err
+	case !a.Verified:
+		l, err := v.links.newLink(a.Email, a.FullName)
+		if err != nil {
+			return err
+		}
+		if err := v.store.AddVerificationLink(ctx, a.ID, l); err != nil && !errors.Is(err, persistence.ErrAlreadyVerified) {
+			return err
+		}
+		v.mail.Wake()
+	}
+	return nil
 }
 
 func (v *Verification) pendingEmail(ctx context.Context, rc *fasthttp.RequestCtx) error {
@@ -273,37 +329,14 @@ func (v *Verification) changePendingEmail(ctx context.Context, rc *fasthttp.Requ
 	if err := api.CheckJSON(rc); err != nil {
 		return err
 	}
-	email, err := parseEmailBody(rc.PostBody())
+	var in emailBody
+	if err := api.ParseJSON(rc.PostBody(), &in); err != nil {
+		return err
+	}
+	email, err := v.ChangePendingEmail(ctx, api.Principal(rc).AccountID, in.Email)
 	if err != nil {
 		return err
 	}
-	id := api.Principal(rc).AccountID
-	a, err := v.store.AccountByID(ctx, id)
-	if err != nil {
-		return err
-	}
-	if a.Verified {
-		return api.NewProblem("already_verified", "this account's email is already verified; it cannot be changed here")
-	}
-	if err := v.budget.pendingEmail(ctx, id.String(), email); err != nil {
-		return err
-	}
-	link, err := v.links.newLink(email, a.FullName)
-	if err != nil {
-		return err
-	}
-	code, err := v.newCode(id, email)
-	if err != nil {
-		return err
-	}
-	err = v.store.ChangePendingEmail(ctx, id, email, link, code)
-	switch {
-	case errors.Is(err, persistence.ErrAlreadyVerified):
-		return api.NewProblem("already_verified", "this account's email is already verified; it cannot be changed here")
-	case err != nil:
-		return err
-	}
-	v.mail.Wake()
 	return api.WriteJSON(rc, http.StatusOK, struct {
 		Email      string `json:"email"`
 		IsVerified bool   `json:"is_verified"`
@@ -311,45 +344,126 @@ func (v *Verification) changePendingEmail(ctx context.Context, rc *fasthttp.Requ
 	}{email, false, "We have sent a new verification link and code to " + email + "."})
 }
 
+// ChangePendingEmail corrects an unverified account's address (409 already_verified once
+// verified, 409 email_taken when another account has it) and mails a fresh link and code to
+// it, within the account's budget of such mails. It returns the address as stored.
+func (v *Verification) ChangePendingEmail(ctx context.Context, id uuid.UUID, raw string) (string, error) {
+	email, err := checkEmail(raw)
+	if err != nil {
+		return "", err
+	}
+	a, err := v.store.AccountByID(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if a.Verified {
+		return "", api.NewProblem("already_verified", "this account's email is already verified; it cannot be changed here")
+	}
+	if err := v.budget.pendingEmail(ctx, id.String(), email); err != nil {
+		return "", err
+	}
+	link, err := v.links.newLink(email, a.FullName)
+	if err != nil {
+		return "", err
+	}
+	code, err := v.newCode(id, email)
+	if err != nil {
+		return "", err
+	}
+	err = v.store.ChangePendingEmail(ctx, id, email, link, code)
+	switch {
+	case errors.Is(err, persistence.ErrAlreadyVerified):
+		return "", api.NewProblem("already_verified", "this account's email is already verified; it cannot be changed here")
+	case err != nil:
+		return "", err
+	}
+	v.mail.Wake()
+	return email, nil
+}
+
 func (v *Verification) forgotPassword(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	email, err := v.publicEmail(ctx, rc)
+	_, email, err := v.publicEmail(ctx, rc)
+	if err == nil {
+		err = v.forgot(ctx, email)
+	}
 	if err != nil {
 		return err
 	}
-	if v.budget.mail(ctx, "reset", email) {
-		token, hash, err := auth.NewToken("pr_")
-		if err != nil {
-			return err
-		}
-		found, err := v.store.AddPasswordReset(ctx, email, hash, v.now().Add(passwordResetTTL), func(name string) persistence.Email {
-			return v.links.messages.PasswordReset(email, name, token, passwordResetTTL)
-		})
-		if err != nil {
-			return err
-		}
-		if found {
-			v.mail.Wake()
-		}
+	return api.WriteJSON(rc, http.StatusOK, api.Message{Message: GenericEmailReply})
+}
+
+// ForgotPassword mails a reset link to the address, if it is an account's, within the
+// client's and the address's budgets. Success says nothing of whether the address has an
+// account (GenericEmailReply).
+func (v *Verification) ForgotPassword(ctx context.Context, ip, email string) error {
+	if err := v.publicBudget(ctx, ip); err != nil {
+		return err
 	}
-	return api.WriteJSON(rc, http.StatusOK, api.Message{Message: genericEmailReply})
+	return v.forgot(ctx, email)
+}
+
+func (v *Verification) forgot(ctx context.Context, raw string) error {
+	email, err := checkEmail(raw)
+	if err != nil {
+		return err
+	}
+	if !v.budget.mail(ctx, "reset", email) {
+		return nil
+	}
+	token, hash, err := auth.NewToken("pr_")
+	if err != nil {
+		return err
+	}
+	found, err := v.store.AddPasswordReset(ctx, email, hash, v.now().Add(passwordResetTTL), func(name string) persistence.Email {
+		return v.links.messages.PasswordReset(email, name, token, passwordResetTTL)
+	})
+	if err != nil {
+		return err
+	}
+	if found {
+		v.mail.Wake()
+	}
+	return nil
 }
 
 func (v *Verification) resetPassword(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	if err := v.budget.authIP(ctx, rc); err != nil {
+	ip := v.opts.Proxies.ClientIP(rc)
+	if err := v.budget.authIP(ctx, ip); err != nil {
 		return err
 	}
 	if err := api.CheckJSON(rc); err != nil {
 		return err
 	}
-	in, err := parseReset(rc.PostBody())
+	var in PasswordReset
+	if err := api.ParseJSON(rc.PostBody(), &in); err != nil {
+		return err
+	}
+	if err := v.reset(ctx, in); err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusOK, api.Message{Message: "Your password has been changed; sign in with the new one."})
+}
+
+// ResetPassword sets a new password with a reset token from the mail (400 invalid_token when
+// it is unknown, used or expired), for a client at ip within its budget, and ends every
+// session of the account.
+func (v *Verification) ResetPassword(ctx context.Context, ip string, in PasswordReset) error {
+	if err := v.budget.authIP(ctx, ip); err != nil {
+		return err
+	}
+	return v.reset(ctx, in)
+}
+
+func (v *Verification) reset(ctx context.Context, in PasswordReset) error {
+	r, err := in.check()
 	if err != nil {
 		return err
 	}
-	hash, err := v.passwords.Hash(in.password)
+	hash, err := v.passwords.Hash(r.password)
 	if err != nil {
 		return err
 	}
-	id, acc, err := v.store.ResetPassword(ctx, auth.HashSecret(in.token), hash, v.now())
+	id, acc, err := v.store.ResetPassword(ctx, auth.HashSecret(r.token), hash, v.now())
 	if errors.Is(err, persistence.ErrTokenInvalid) {
 		return api.NewProblem("invalid_token", "the reset token is invalid, used or expired: ask for a new one")
 	}
@@ -358,5 +472,5 @@ func (v *Verification) resetPassword(ctx context.Context, rc *fasthttp.RequestCt
 	}
 	// Access tokens issued before the reset stop working on every node at once.
 	v.principals.SetAccountAccess(ctx, id.String(), string(acc.Status), acc.TokenVersion)
-	return api.WriteJSON(rc, http.StatusOK, api.Message{Message: "Your password has been changed; sign in with the new one."})
+	return nil
 }
