@@ -152,7 +152,7 @@ func (s *Store) cancelUnexpanded(ctx context.Context, jobID uuid.UUID) (snaps []
 		if _, err := tx.Exec(ctx, `UPDATE jobs SET pending_recipients = NULL WHERE id = $1`, jobID); err != nil {
 			return err
 		}
-		snaps, err = settle(ctx, tx, []JobProgress{p}, s.faults)
+		snaps, err = settle(ctx, tx, []JobProgress{p}, s.faults, nil)
 		return err
 	})
 	if err != nil {

@@ -171,17 +171,28 @@ func markCampaignSending(ctx context.Context, tx pgx.Tx, jobID uuid.UUID) error 
 // transaction that found them complete: completed when anything was delivered, else failed,
 // with a campaign_completed notification either way.
 func finishCampaigns(ctx context.Context, tx pgx.Tx, jobs []uuid.UUID) error {
+	// The campaign.completed events go to the endpoints in force (see webhookview.go).
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, hookLockKey); err != nil {
+		return fmt.Errorf("finish campaigns: %w", err)
+	}
 	_, err := tx.Exec(ctx, `WITH done AS (
 			UPDATE campaigns c SET status = CASE WHEN j.delivered_count > 0 THEN 'completed' ELSE 'failed' END,
 				completed_at = now(), started_at = coalesce(c.started_at, now())
 			FROM jobs j
 			WHERE j.id = c.job_id AND c.job_id = ANY($1::uuid[]) AND c.status IN ('queued', 'sending')
-			RETURNING c.account_id, c.name, c.status, c.total_recipients, j.delivered_count, j.failed_count)
+			RETURNING c.id, c.job_id, c.account_id, c.name, c.status, c.total_recipients, j.delivered_count,
+				j.failed_count, c.completed_at),
+		hooks AS (
+			INSERT INTO webhook_events (endpoint_id, types, data)
+			SELECT e.id, ARRAY[$2::smallint], jsonb_build_object('campaign_id', d.id, 'job_id', d.job_id, 'name', d.name,
+				'status', d.status, 'total_recipients', d.total_recipients, 'delivered', d.delivered_count,
+				'failed', d.failed_count, 'completed_at', d.completed_at)
+			FROM done d JOIN webhook_endpoints e ON e.account_id = d.account_id AND e.enabled AND e.event_mask & $3 <> 0)
 		INSERT INTO notifications (id, account_id, type, title, message)
 		SELECT tuma_uuidv7(), account_id, 'campaign_completed',
 			format('Campaign "%s" %s', name, CASE WHEN status = 'completed' THEN 'completed' ELSE 'failed' END),
 			format('%s of %s messages delivered, %s failed.', delivered_count, total_recipients, failed_count)
-		FROM done`, jobs)
+		FROM done`, jobs, EventCampaignDone.code(), EventCampaignDone.bit())
 	if err != nil {
 		return fmt.Errorf("finish campaigns: %w", err)
 	}

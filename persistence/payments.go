@@ -218,6 +218,12 @@ func (s *Store) ConfirmPayment(ctx context.Context, c PaymentConfirmation) (Conf
 					return err
 				}
 			}
+			if err := queueAccountEvent(ctx, tx, p.AccountID, EventTopupSucceeded, map[string]any{
+				"reference": p.Reference, "amount_kes": kes(p.AmountCents), "balance_kes": kes(w.BalanceCents),
+				"provider": p.Provider, "paid_at": c.PaidAt.UTC(),
+			}); err != nil {
+				return err
+			}
 		case PurposeSenderFee:
 			name, err := feePaid(ctx, tx, p.AccountID, *p.SenderID)
 			if err != nil {
@@ -267,13 +273,20 @@ func (s *Store) LowBalanceAlert(ctx context.Context, accountID uuid.UUID, n NewN
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The tenant actor decided from the balances it saw, in order; the balance now may
 		// already be another send's. The flag only keeps the decision across restarts.
-		tag, err := tx.Exec(ctx, `UPDATE wallets SET low_balance_alerted = true
-			WHERE account_id = $1 AND NOT low_balance_alerted`, accountID)
-		if err != nil || tag.RowsAffected() == 0 {
+		var balance int64
+		err := tx.QueryRow(ctx, `UPDATE wallets SET low_balance_alerted = true
+			WHERE account_id = $1 AND NOT low_balance_alerted RETURNING balance_cents`, accountID).Scan(&balance)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 		added = true
-		return addNotification(ctx, tx, accountID, n)
+		if err := addNotification(ctx, tx, accountID, n); err != nil {
+			return err
+		}
+		return queueAccountEvent(ctx, tx, accountID, EventLowBalance, map[string]any{"balance_kes": kes(balance)})
 	})
 	if err != nil {
 		return false, fmt.Errorf("low balance alert: %w", err)

@@ -76,6 +76,8 @@ type FlushResult struct {
 	LateReceipts []Receipt
 	// Reused lists carrier ids given to a second message of ours (both are kept).
 	Reused []ReusedID
+	// WebhookEvents counts the webhook events written with the transitions.
+	WebhookEvents int
 }
 
 // FlushReceipts applies a batch of status transitions in one transaction: message rows,
@@ -90,6 +92,9 @@ func (s *Store) FlushReceipts(ctx context.Context, rb ReceiptBatch) (FlushResult
 		// slower insert can.
 		res, err = s.flushReceipts(ctx, rb, false)
 	}
+	if err == nil && res.WebhookEvents > 0 {
+		s.hookEventsWritten()
+	}
 	return res, err
 }
 
@@ -97,10 +102,12 @@ func (s *Store) flushReceipts(ctx context.Context, rb ReceiptBatch, copyRefs boo
 	var res FlushResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = FlushResult{}
-		if err := keyedBatchPlans(ctx, tx); err != nil {
+		hooks, err := s.subscriptions(ctx, tx, keyedBatchPlans)
+		if err != nil {
 			return err
 		}
 		agg := newFlushAggregate()
+		agg.hooks = newHookEvents(hooks)
 		if err := flushSubmitted(ctx, tx, rb.Submitted, agg, copyRefs); err != nil {
 			return err
 		}
@@ -117,7 +124,8 @@ func (s *Store) flushReceipts(ctx context.Context, rb ReceiptBatch, copyRefs boo
 		res.Final = agg.final
 		res.Jobs = agg.progress()
 		res.Reused = agg.reused
-		res.Refunds, err = settle(ctx, tx, res.Jobs, s.faults)
+		res.WebhookEvents = agg.hooks.n
+		res.Refunds, err = settle(ctx, tx, res.Jobs, s.faults, agg.hooks)
 		return err
 	})
 	if err != nil {
@@ -132,6 +140,7 @@ type flushAggregate struct {
 	final     []FinalMessage
 	submitted int
 	matched   int
+	hooks     *hookEvents // the webhook events the transitions make
 }
 
 func newFlushAggregate() *flushAggregate {
@@ -182,17 +191,18 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 			provider_status = CASE WHEN u.pid IS NULL THEN 'UNKNOWN' ELSE 'ENROUTE' END, sent_at = u.at
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) AS u(account_id, id, pid, at)
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'queued'
-		RETURNING m.job_id, m.account_id, m.network`, accts, ids, pids, ats)
+		RETURNING m.job_id, m.account_id, m.network, m.id`, accts, ids, pids, ats)
 	if err != nil {
 		return fmt.Errorf("record submissions: %w", err)
 	}
 	for rows.Next() {
-		var job, acct uuid.UUID
+		var job, acct, id uuid.UUID
 		var net int16
-		if err := rows.Scan(&job, &acct, &net); err != nil {
+		if err := rows.Scan(&job, &acct, &net, &id); err != nil {
 			rows.Close()
 			return err
 		}
+		agg.hooks.message(acct, id, EventMessageSent)
 		agg.job(job, acct).Sent++
 		agg.submitted++
 		agg.matched++
@@ -316,7 +326,8 @@ func flushFailures(ctx context.Context, tx pgx.Tx, fails []Failure, agg *flushAg
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[]) AS u(account_id, id, ps, err, at),
 			LATERAL (SELECT status FROM messages WHERE account_id = u.account_id AND id = u.id) AS before
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status IN ('queued', 'sent')
-		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, before.status, m.created_at, m.failed_at`, accts, ids, pss, errs, ats)
+		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, before.status, m.created_at, m.failed_at, m.id`,
+		accts, ids, pss, errs, ats)
 	if err != nil {
 		return fmt.Errorf("record failures: %w", err)
 	}
@@ -370,7 +381,7 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 				ORDER BY r.generation DESC LIMIT 1) r ON true
 		WHERE m.account_id = r.account_id AND m.id = r.message_id AND m.status = 'sent'
 		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, 'sent', m.created_at,
-			coalesce(m.delivered_at, m.failed_at), u.delivered, u.pid`,
+			coalesce(m.delivered_at, m.failed_at), m.id, u.delivered, u.pid`,
 		pids, nets, delivered, pss, errs, ats)
 	if err != nil {
 		return nil, fmt.Errorf("record receipts: %w", err)
@@ -422,21 +433,21 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 }
 
 // scanFinal folds rows of messages that reached a final state into the aggregate. Rows are
-// (job, account, network, cost, parts, previous status, created_at, done_at); receipt rows add
-// (delivered, key), where key scans into the pointer given and matched runs after each row
+// (job, account, network, cost, parts, previous status, created_at, done_at, id); receipt rows
+// add (delivered, key), where key scans into the pointer given and matched runs after each row
 // with the message's network.
 func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matched func(network int16)) error {
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			job, acct       uuid.UUID
+			job, acct, id   uuid.UUID
 			net, parts      int16
 			cost            int64
 			before          string
 			created, doneAt time.Time
 			delivered       bool
 		)
-		dest := []any{&job, &acct, &net, &cost, &parts, &before, &created, &doneAt}
+		dest := []any{&job, &acct, &net, &cost, &parts, &before, &created, &doneAt, &id}
 		if key != nil {
 			dest = append(dest, &delivered, key)
 		}
@@ -455,7 +466,9 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matche
 		}
 		if delivered {
 			p.Delivered++
+			agg.hooks.message(acct, id, EventMessageDelivered)
 		} else {
+			agg.hooks.message(acct, id, EventMessageFailed)
 			p.Failed++
 			p.RefundedCents += cost
 			p.RefundedUnits += int64(parts)
@@ -467,19 +480,13 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matche
 	return rows.Err()
 }
 
-// keyedBatchPlans makes this transaction's batch statements find their rows by key. Each
+// keyedBatchPlans makes a transaction's batch statements find their rows by key. Each
 // batch names up to thousands of rows by primary key in a table of millions; with the array's
 // true size in hand the planner tends to hash the whole table instead (it did: a seq scan of
 // 600k messages per flush, every flush), and without fresh statistics it has no way to know
 // better. An index lookup per row is what these statements always want.
-func keyedBatchPlans(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
-		set_config('enable_seqscan', 'off', true)`)
-	if err != nil {
-		return fmt.Errorf("set batch plan options: %w", err)
-	}
-	return nil
-}
+const keyedBatchPlans = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+		set_config('enable_seqscan', 'off', true)`
 
 // flushKeyedReceipts writes the receipts whose message is known by key, straight by primary
 // key; it returns the rest (unknown, or not matched by key) for the provider-id lookup.
@@ -510,7 +517,7 @@ func flushKeyedReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flu
 				AS u(account_id, id, pid, delivered, ps, err, at)
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'sent' AND m.provider_message_id = u.pid
 		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, 'sent', m.created_at,
-			coalesce(m.delivered_at, m.failed_at), u.delivered, m.id`,
+			coalesce(m.delivered_at, m.failed_at), m.id, u.delivered, m.id`,
 		accts, ids, pids, delivered, pss, errs, ats)
 	if err != nil {
 		return nil, fmt.Errorf("record receipts by key: %w", err)

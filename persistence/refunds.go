@@ -14,17 +14,19 @@ import (
 type refund struct{ cents, units int64 }
 
 // settle writes what a group of status transitions owes, as the last round trip of their
-// transaction: the progress log, and refunds for failed messages (one ledger entry per job,
+// transaction: the progress log, the webhook events (hooks, may be nil), and refunds for
+// failed messages (one ledger entry per job,
 // cost back to the wallet, parts off the account's lifetime volume: tiers count only SMS
 // billed and not refunded, so sends that fail buy no cheaper tier). The wallet and daily-spend
 // rows, which accepts lock too, are locked last and held for this one round trip and the
 // commit: a group commit of sends waits for no more than that.
-func settle(ctx context.Context, tx pgx.Tx, jobs []JobProgress, faults Faults) ([]WalletSnapshot, error) {
+func settle(ctx context.Context, tx pgx.Tx, jobs []JobProgress, faults Faults, hooks *hookEvents) ([]WalletSnapshot, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
 	b := &pgx.Batch{}
 	queueProgressLog(b, jobs)
+	hooks.queue(b)
 	var snaps []WalletSnapshot
 	queueRefunds(b, jobs, faults, &snaps)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {

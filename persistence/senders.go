@@ -362,7 +362,10 @@ func (s *Store) review(ctx context.Context, event SenderEvent, id uuid.UUID, not
 		if snd, err = move(ctx, tx, event, id, nil, set, args...); err != nil {
 			return err
 		}
-		return addNotification(ctx, tx, snd.AccountID, note(snd))
+		if err := addNotification(ctx, tx, snd.AccountID, note(snd)); err != nil {
+			return err
+		}
+		return queueSenderEvent(ctx, tx, snd)
 	})
 	if err != nil {
 		return SenderID{}, err

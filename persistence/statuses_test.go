@@ -75,6 +75,7 @@ func TestStatusesMatchTheSchema(t *testing.T) {
 		{"sender_documents", "kind", sorted(persistence.DocumentKinds())},
 		{"campaigns", "status", sorted(persistence.CampaignStatuses())},
 		{"jobs", "source", sorted(persistence.Sources())},
+		{"webhook_deliveries", "status", sorted(persistence.DeliveryStatuses())},
 	} {
 		if got := checkValues(t, conn, c.table, c.column); !slices.Equal(got, c.values) {
 			t.Errorf("%s.%s: the schema allows %v, the Go constants %v", c.table, c.column, got, c.values)

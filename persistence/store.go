@@ -21,6 +21,7 @@ type Options struct {
 	URL         string // postgres:// URL; the database it names is created when missing
 	MaxConns    int32  // size of the general pool; 0 keeps pgx's default
 	AcceptConns int32  // size of the pool kept for accepting sends (default 4)
+	WebhookKey  []byte // seals webhook secrets at rest; empty: a fixed development key
 	Faults      Faults // deliberate defects, for the drills' own tests only (faults_on.go)
 }
 
@@ -33,6 +34,7 @@ type Store struct {
 	accept *pgxpool.Pool
 	log    *slog.Logger
 	faults Faults
+	hooks  hookView // which accounts want which webhook events (webhookview.go)
 }
 
 // Open connects to PostgreSQL, creating the database named in the URL if it does not exist.
@@ -69,7 +71,12 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open accept pool: %w", err)
 	}
-	return &Store{pool: pool, accept: accept, log: log, faults: opts.Faults}, nil
+	st := &Store{pool: pool, accept: accept, log: log, faults: opts.Faults}
+	if st.hooks.aead, err = webhookAEAD(opts.WebhookKey); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("webhook key: %w", err)
+	}
+	return st, nil
 }
 
 // Close closes every pooled connection.

@@ -84,6 +84,11 @@ func violations(pkgs map[string]map[string]bool) []string {
 			if within(imp, "bench") && !within(pkg, "bench") && pkg != "cmd/tuma-lab" {
 				out = append(out, pkg+" imports "+imp+": only the lab binary, cmd/tuma-lab, imports bench")
 			}
+			if g, ok := groupOf(pkg); ok {
+				if h, ok := groupOf(imp); ok && h != g && parentOf(pkg) == parentOf(imp) {
+					out = append(out, pkg+" imports "+imp+": a handler group uses its own collaborators, never another group's")
+				}
+			}
 			for _, r := range importRules {
 				if !within(pkg, r.pkg) {
 					continue
@@ -97,6 +102,26 @@ func violations(pkgs map[string]map[string]bool) []string {
 		}
 	}
 	return out
+}
+
+// groupRooms hold the front door's handler groups, one package each (transport/api/sms …).
+var groupRooms = []string{"transport/api", "transport/web"}
+
+// groupOf names the handler group pkg belongs to ("transport/api/sms" for
+// transport/api/sms/x), if any.
+func groupOf(pkg string) (string, bool) {
+	for _, room := range groupRooms {
+		if rest, ok := strings.CutPrefix(pkg, room+"/"); ok {
+			name, _, _ := strings.Cut(rest, "/")
+			return room + "/" + name, true
+		}
+	}
+	return "", false
+}
+
+func parentOf(pkg string) string {
+	g, _ := groupOf(pkg)
+	return g[:strings.LastIndex(g, "/")]
 }
 
 // Each room imports only what ARCHITECTURE.md allows it.
@@ -115,6 +140,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 	for _, bad := range [][2]string{
 		{"persistence/redis", "transport/api"}, {"actors", "transport/api"}, {"carriers/sim", "actors"},
 		{"transport/mail", "transport/api"}, {"bench/drill", "persistence"}, {"persistence", "cmd/tuma/app"},
+		{"transport/api/sms", "transport/api/wallet"}, {"transport/web/send", "transport/web/wallet"},
 		{"cmd/tuma", "bench"}, {"cmd/tuma", "bench/drill"}, {"cmd/tuma/app", "bench/smtpsink"}, {"actors", "bench/smtpsink"},
 	} {
 		if v := violations(map[string]map[string]bool{bad[0]: {bad[1]: true}}); len(v) == 0 {
@@ -122,7 +148,8 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		}
 	}
 	for _, ok := range [][2]string{{"actors", "persistence"}, {"transport/api", "actors"}, {"actors/simlink", "actors"},
-		{"cmd/tuma-lab", "bench"}, {"cmd/tuma-lab", "bench/drill"}, {"bench/drill", "bench/smtpsink"}} {
+		{"cmd/tuma-lab", "bench"}, {"cmd/tuma-lab", "bench/drill"}, {"bench/drill", "bench/smtpsink"},
+		{"transport/api/sms", "transport/api"}, {"transport/web/send", "transport/api/sms"}, {"transport/web/send", "transport/web"}} {
 		if v := violations(map[string]map[string]bool{ok[0]: {ok[1]: true}}); len(v) > 0 {
 			t.Errorf("%s importing %s is refused: %v", ok[0], ok[1], v)
 		}

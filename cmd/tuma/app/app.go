@@ -25,6 +25,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/sandbox"
 	"github.com/tuma-sms/tuma/transport/mail"
 	"github.com/tuma-sms/tuma/transport/payments"
+	"github.com/tuma-sms/tuma/transport/webhooks"
 )
 
 // NewLogger builds the process logger the configuration asks for. Written to a LogBuffer,
@@ -69,6 +70,9 @@ type App struct {
 	confirm     *payments.Confirmer
 	hooks       *sandbox.Hooks // nil unless the sandbox provider is on
 	http        *api.Server
+
+	webhookMetrics *webhooks.Metrics
+	stopWebhooks   func() // ends the webhook attempts under way (their leases lapse)
 }
 
 // Option adjusts how a node is built (tests).
@@ -194,6 +198,10 @@ func (a *App) Run(ctx context.Context) error {
 		if serr := a.engine.Stop(sctx); serr != nil {
 			err = errors.Join(err, fmt.Errorf("engine: %w", serr))
 		}
+	}
+	if a.stopWebhooks != nil {
+		a.stopWebhooks()
+		a.stopWebhooks = nil
 	}
 	a.closeStores()
 	a.log.Info("stopped")

@@ -40,7 +40,8 @@ import (
 func (a *App) boot(ctx context.Context) (err error) {
 	cfg, log := a.cfg, a.log
 	a.front.SetStage("connecting to PostgreSQL")
-	a.store, err = persistence.Open(ctx, persistence.Options{URL: cfg.DatabaseURL, MaxConns: int32(cfg.DatabaseMaxConns), Faults: cfg.Faults.store()}, log)
+	a.store, err = persistence.Open(ctx, persistence.Options{URL: cfg.DatabaseURL, MaxConns: int32(cfg.DatabaseMaxConns), Faults: cfg.Faults.store(),
+		WebhookKey: webhookKey(cfg)}, log)
 	if err != nil {
 		return fmt.Errorf("postgresql: %w: %w", errUnreachable, err)
 	}

@@ -97,6 +97,11 @@ type Config struct {
 
 	LowBalanceCents int64 // a send leaving less raises a low_balance notification (0: never)
 
+	WebhookSchedule     []time.Duration // retry delays of a failed webhook delivery
+	WebhookAllowPrivate bool            // webhooks may go to http:// and private addresses (tests, development)
+	WebhookSecretKey    string          // seals webhook secrets at rest; "" derives one from JWTSecret
+	WebhookLanes        int             // requests in flight per webhook endpoint
+
 	// publicDerived and dashboardDerived: the URLs were not configured and follow the address
 	// the node listens on (see resolveListener).
 	publicDerived, dashboardDerived bool

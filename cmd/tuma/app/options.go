@@ -12,6 +12,7 @@ import (
 
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/carriers/smpp"
+	"github.com/tuma-sms/tuma/transport/webhooks"
 )
 
 // option is one environment variable: its default, what it means, and how it is read.
@@ -57,9 +58,7 @@ func options() []option {
 				return nil
 			},
 			func(c *Config) string { return c.MetricsAddr }},
-		{"TUMA_PPROF", "false", "serve /debug/pprof/* on the API port to callers with the admin token (needs TUMA_ADMIN_TOKEN)", false,
-			func(c *Config, v string) error { return boolean(&c.Pprof, v) },
-			func(c *Config) string { return strconv.FormatBool(c.Pprof) }},
+		boolOption("TUMA_PPROF", "false", "serve /debug/pprof/* on the API port to callers with the admin token (needs TUMA_ADMIN_TOKEN)", func(c *Config) *bool { return &c.Pprof }),
 		{"TUMA_PUBLIC_URL", "", "base URL clients reach the API at, for links and checkout pages (default http://<TUMA_HTTP_ADDR>)", false,
 			func(c *Config, v string) error {
 				if v == "" {
@@ -86,12 +85,8 @@ func options() []option {
 				return nil
 			},
 			func(c *Config) string { return c.DatabaseURL }},
-		{"TUMA_DATABASE_MAX_CONNS", "16", "PostgreSQL connection pool size", false,
-			func(c *Config, v string) error { return intIn(&c.DatabaseMaxConns, v, 2, 1000) },
-			func(c *Config) string { return strconv.Itoa(c.DatabaseMaxConns) }},
-		{"TUMA_MIGRATE_ON_START", "true", "apply pending migrations when serve starts", false,
-			func(c *Config, v string) error { return boolean(&c.MigrateOnStart, v) },
-			func(c *Config) string { return strconv.FormatBool(c.MigrateOnStart) }},
+		intOption("TUMA_DATABASE_MAX_CONNS", "16", "PostgreSQL connection pool size", func(c *Config) *int { return &c.DatabaseMaxConns }, 2, 1000),
+		boolOption("TUMA_MIGRATE_ON_START", "true", "apply pending migrations when serve starts", func(c *Config) *bool { return &c.MigrateOnStart }),
 		{"TUMA_REDIS_URL", "redis://127.0.0.1:6379/0", "Redis URL (caches and shared limits; the service runs degraded without it)", true,
 			func(c *Config, v string) error {
 				u, err := url.Parse(v)
@@ -139,21 +134,11 @@ func options() []option {
 		{"TUMA_MAIL_FROM", "Tuma <no-reply@localhost>", "sender of outgoing mail", false,
 			func(c *Config, v string) error { c.MailFrom = v; return nonEmpty(v) },
 			func(c *Config) string { return c.MailFrom }},
-		{"TUMA_EMAILS_PER_HOUR", "5", "verification and reset emails one address may receive per hour (a client IP may ask for twenty times this)", false,
-			func(c *Config, v string) error { return intIn(&c.EmailsPerHour, v, 1, 10_000) },
-			func(c *Config) string { return strconv.Itoa(c.EmailsPerHour) }},
-		{"TUMA_CODE_ATTEMPTS_PER_DAY", "20", "wrong verification codes one account may enter in 24 hours across codes (a new code unlocks its own five tries, not this); then code_locked (0 disables)", false,
-			func(c *Config, v string) error { return intIn(&c.CodeAttemptsPerDay, v, 0, 1_000_000) },
-			func(c *Config) string { return strconv.Itoa(c.CodeAttemptsPerDay) }},
-		{"TUMA_MAIL_RETRY_MIN", "5s", "first retry delay of an undelivered email (doubles per attempt)", false,
-			func(c *Config, v string) error { return duration(&c.MailRetryMin, v) },
-			func(c *Config) string { return c.MailRetryMin.String() }},
-		{"TUMA_MAIL_RETRY_MAX", "10m", "longest retry delay of an undelivered email", false,
-			func(c *Config, v string) error { return duration(&c.MailRetryMax, v) },
-			func(c *Config) string { return c.MailRetryMax.String() }},
-		{"TUMA_MAIL_GIVE_UP", "24h", "an email still undelivered this long after it was queued is marked failed and no longer retried (0 = retry forever)", false,
-			func(c *Config, v string) error { return nonNegDuration(&c.MailGiveUp, v) },
-			func(c *Config) string { return c.MailGiveUp.String() }},
+		intOption("TUMA_EMAILS_PER_HOUR", "5", "verification and reset emails one address may receive per hour (a client IP may ask for twenty times this)", func(c *Config) *int { return &c.EmailsPerHour }, 1, 10_000),
+		intOption("TUMA_CODE_ATTEMPTS_PER_DAY", "20", "wrong verification codes one account may enter in 24 hours across codes (a new code unlocks its own five tries, not this); then code_locked (0 disables)", func(c *Config) *int { return &c.CodeAttemptsPerDay }, 0, 1_000_000),
+		durationOption("TUMA_MAIL_RETRY_MIN", "5s", "first retry delay of an undelivered email (doubles per attempt)", func(c *Config) *time.Duration { return &c.MailRetryMin }, duration),
+		durationOption("TUMA_MAIL_RETRY_MAX", "10m", "longest retry delay of an undelivered email", func(c *Config) *time.Duration { return &c.MailRetryMax }, duration),
+		durationOption("TUMA_MAIL_GIVE_UP", "24h", "an email still undelivered this long after it was queued is marked failed and no longer retried (0 = retry forever)", func(c *Config) *time.Duration { return &c.MailGiveUp }, nonNegDuration),
 		{"TUMA_LOW_BALANCE_KES", "100", "a send that leaves the wallet under this many KES raises a low_balance notification, once until it is topped up again (0 disables)", false,
 			func(c *Config, v string) error {
 				var kes int
@@ -211,30 +196,14 @@ func options() []option {
 				return oneOf(&c.LogFormat, v, "text", "json")
 			},
 			func(c *Config) string { return c.LogFormat }},
-		{"TUMA_LOG_BUFFER", "50ms", "how long log lines may wait to be written together (warnings and errors, and everything before them, are written at once; a kill -9 loses at most this much of the rest; 0 writes every line at once)", false,
-			func(c *Config, v string) error { return durationOrZero(&c.LogBuffer, v) },
-			func(c *Config) string { return c.LogBuffer.String() }},
-		{"TUMA_ACCESS_LOG", "true", "log every HTTP request", false,
-			func(c *Config, v string) error { return boolean(&c.AccessLog, v) },
-			func(c *Config) string { return strconv.FormatBool(c.AccessLog) }},
-		{"TUMA_MAX_BODY_BYTES", "4194304", "largest request body accepted (413 beyond)", false,
-			func(c *Config, v string) error { return intIn(&c.MaxBodyBytes, v, 1024, 1<<30) },
-			func(c *Config) string { return strconv.Itoa(c.MaxBodyBytes) }},
-		{"TUMA_REQUEST_TIMEOUT", "30s", "deadline of each request's work", false,
-			func(c *Config, v string) error { return duration(&c.RequestTimeout, v) },
-			func(c *Config) string { return c.RequestTimeout.String() }},
-		{"TUMA_MAX_IN_FLIGHT", "512", "most API requests served at once; beyond the bound a request is answered 503 overloaded with Retry-After at once instead of queueing (health, readiness and metrics are never refused; 0 = no bound)", false,
-			func(c *Config, v string) error { return intIn(&c.MaxInFlight, v, 0, 1_000_000) },
-			func(c *Config) string { return strconv.Itoa(c.MaxInFlight) }},
-		{"TUMA_SHED_LATENCY", "250ms", "the in-flight bound shrinks while the mean latency of API requests exceeds this, and grows back to TUMA_MAX_IN_FLIGHT when it does not (0 = a fixed bound)", false,
-			func(c *Config, v string) error { return durationOrZero(&c.ShedLatency, v) },
-			func(c *Config) string { return c.ShedLatency.String() }},
-		{"TUMA_NODE_LOCK_WAIT", "5s", "a node holds its database for its whole life (several nodes on one database would send messages twice); a node that finds another holding it waits this long for it to go (one killed a moment ago), then refuses to start, naming it (0 = refuse at once)", false,
-			func(c *Config, v string) error { return nonNegDuration(&c.NodeLockWait, v) },
-			func(c *Config) string { return c.NodeLockWait.String() }},
-		{"TUMA_SHUTDOWN_TIMEOUT", "20s", "how long a graceful shutdown may take", false,
-			func(c *Config, v string) error { return duration(&c.ShutdownTimeout, v) },
-			func(c *Config) string { return c.ShutdownTimeout.String() }},
+		durationOption("TUMA_LOG_BUFFER", "50ms", "how long log lines may wait to be written together (warnings and errors, and everything before them, are written at once; a kill -9 loses at most this much of the rest; 0 writes every line at once)", func(c *Config) *time.Duration { return &c.LogBuffer }, durationOrZero),
+		boolOption("TUMA_ACCESS_LOG", "true", "log every HTTP request", func(c *Config) *bool { return &c.AccessLog }),
+		intOption("TUMA_MAX_BODY_BYTES", "4194304", "largest request body accepted (413 beyond)", func(c *Config) *int { return &c.MaxBodyBytes }, 1024, 1<<30),
+		durationOption("TUMA_REQUEST_TIMEOUT", "30s", "deadline of each request's work", func(c *Config) *time.Duration { return &c.RequestTimeout }, duration),
+		intOption("TUMA_MAX_IN_FLIGHT", "512", "most API requests served at once; beyond the bound a request is answered 503 overloaded with Retry-After at once instead of queueing (health, readiness and metrics are never refused; 0 = no bound)", func(c *Config) *int { return &c.MaxInFlight }, 0, 1_000_000),
+		durationOption("TUMA_SHED_LATENCY", "250ms", "the in-flight bound shrinks while the mean latency of API requests exceeds this, and grows back to TUMA_MAX_IN_FLIGHT when it does not (0 = a fixed bound)", func(c *Config) *time.Duration { return &c.ShedLatency }, durationOrZero),
+		durationOption("TUMA_NODE_LOCK_WAIT", "5s", "a node holds its database for its whole life (several nodes on one database would send messages twice); a node that finds another holding it waits this long for it to go (one killed a moment ago), then refuses to start, naming it (0 = refuse at once)", func(c *Config) *time.Duration { return &c.NodeLockWait }, nonNegDuration),
+		durationOption("TUMA_SHUTDOWN_TIMEOUT", "20s", "how long a graceful shutdown may take", func(c *Config) *time.Duration { return &c.ShutdownTimeout }, duration),
 		{"TUMA_RATE_LIMIT_RPS", "100", "API requests per second per account, one bucket in Redis shared by every node (0 disables); a busy account's node takes tokens in leases of up to 50 ms of the rate, so the limit may let through one lease (5 requests at 100/s) per node beyond it", false,
 			func(c *Config, v string) error {
 				f, err := strconv.ParseFloat(v, 64)
@@ -245,82 +214,89 @@ func options() []option {
 				return nil
 			},
 			func(c *Config) string { return strconv.FormatFloat(c.RateLimitRPS, 'f', -1, 64) }},
-		{"TUMA_RATE_LIMIT_BURST", "200", "burst of the per-account rate limit", false,
-			func(c *Config, v string) error { return intIn(&c.RateLimitBurst, v, 1, 1_000_000) },
-			func(c *Config) string { return strconv.Itoa(c.RateLimitBurst) }},
-		{"TUMA_DELIVERY_CHECKS_PER_MINUTE", "60", "live carrier status checks (GET /sms/delivery/{id}) per account per minute (0 disables)", false,
-			func(c *Config, v string) error { return intIn(&c.DeliveryChecksPerMinute, v, 0, 1_000_000) },
-			func(c *Config) string { return strconv.Itoa(c.DeliveryChecksPerMinute) }},
-		{"TUMA_LOCAL_LIMIT_KEYS", "100000", "most rate-limit buckets a node keeps in memory while Redis is down; the least recently used are dropped (0 = no cap)", false,
-			func(c *Config, v string) error { return intIn(&c.LocalLimitKeys, v, 0, 100_000_000) },
-			func(c *Config) string { return strconv.Itoa(c.LocalLimitKeys) }},
-		{"TUMA_LOGIN_ATTEMPTS_PER_MINUTE", "10", "login attempts per email per minute (per client IP: ten times this)", false,
-			func(c *Config, v string) error { return intIn(&c.LoginPerMinute, v, 1, 1_000_000) },
-			func(c *Config) string { return strconv.Itoa(c.LoginPerMinute) }},
-		{"TUMA_AUTH_LIMIT_PER_IP", "60", "requests per minute per client IP to register, login, refresh, resend-verification, forgot-password and reset-password, checked before any password hashing (0 disables)", false,
-			func(c *Config, v string) error { return intIn(&c.AuthLimitPerIP, v, 0, 1_000_000) },
-			func(c *Config) string { return strconv.Itoa(c.AuthLimitPerIP) }},
-		{"TUMA_SIGNUP_LIMIT_PER_IP", "10", "registrations per hour per client IP (0 disables; test and load rigs that register many accounts set 0)", false,
-			func(c *Config, v string) error { return intIn(&c.SignupLimitPerIP, v, 0, 1_000_000) },
-			func(c *Config) string { return strconv.Itoa(c.SignupLimitPerIP) }},
-		{"TUMA_BCRYPT_COST", "10", "bcrypt cost of password hashes (4-31)", false,
-			func(c *Config, v string) error { return intIn(&c.BcryptCost, v, 4, 31) },
-			func(c *Config) string { return strconv.Itoa(c.BcryptCost) }},
-		{"TUMA_REFRESH_TOKEN_TTL", "720h", "lifetime of refresh tokens", false,
-			func(c *Config, v string) error { return duration(&c.RefreshTokenTTL, v) },
-			func(c *Config) string { return c.RefreshTokenTTL.String() }},
-		{"TUMA_SIM_LATENCY", "20ms", "simulated networks: time a submit takes", false,
-			func(c *Config, v string) error { return nonNegDuration(&c.SimLatency, v) },
-			func(c *Config) string { return c.SimLatency.String() }},
-		{"TUMA_SIM_RECEIPT_DELAY", "1s", "simulated networks: time from submit to delivery receipt", false,
-			func(c *Config, v string) error { return nonNegDuration(&c.SimReceiptDelay, v) },
-			func(c *Config) string { return c.SimReceiptDelay.String() }},
+		intOption("TUMA_RATE_LIMIT_BURST", "200", "burst of the per-account rate limit", func(c *Config) *int { return &c.RateLimitBurst }, 1, 1_000_000),
+		intOption("TUMA_DELIVERY_CHECKS_PER_MINUTE", "60", "live carrier status checks (GET /sms/delivery/{id}) per account per minute (0 disables)", func(c *Config) *int { return &c.DeliveryChecksPerMinute }, 0, 1_000_000),
+		intOption("TUMA_LOCAL_LIMIT_KEYS", "100000", "most rate-limit buckets a node keeps in memory while Redis is down; the least recently used are dropped (0 = no cap)", func(c *Config) *int { return &c.LocalLimitKeys }, 0, 100_000_000),
+		intOption("TUMA_LOGIN_ATTEMPTS_PER_MINUTE", "10", "login attempts per email per minute (per client IP: ten times this)", func(c *Config) *int { return &c.LoginPerMinute }, 1, 1_000_000),
+		intOption("TUMA_AUTH_LIMIT_PER_IP", "60", "requests per minute per client IP to register, login, refresh, resend-verification, forgot-password and reset-password, checked before any password hashing (0 disables)", func(c *Config) *int { return &c.AuthLimitPerIP }, 0, 1_000_000),
+		intOption("TUMA_SIGNUP_LIMIT_PER_IP", "10", "registrations per hour per client IP (0 disables; test and load rigs that register many accounts set 0)", func(c *Config) *int { return &c.SignupLimitPerIP }, 0, 1_000_000),
+		intOption("TUMA_BCRYPT_COST", "10", "bcrypt cost of password hashes (4-31)", func(c *Config) *int { return &c.BcryptCost }, 4, 31),
+		durationOption("TUMA_REFRESH_TOKEN_TTL", "720h", "lifetime of refresh tokens", func(c *Config) *time.Duration { return &c.RefreshTokenTTL }, duration),
+		durationOption("TUMA_SIM_LATENCY", "20ms", "simulated networks: time a submit takes", func(c *Config) *time.Duration { return &c.SimLatency }, nonNegDuration),
+		durationOption("TUMA_SIM_RECEIPT_DELAY", "1s", "simulated networks: time from submit to delivery receipt", func(c *Config) *time.Duration { return &c.SimReceiptDelay }, nonNegDuration),
 		{"TUMA_SIM_TPS", "0", "simulated networks: submits per second each accepts before throttling (0 = unlimited; or safaricom=100,airtel=50,telkom=20)", false,
 			func(c *Config, v string) error { return c.SimTPS.parse(v) },
 			func(c *Config) string { return c.SimTPS.String() }},
-		{"TUMA_SIM_FAILURE_RATE", "0", "simulated networks: probability a submit fails temporarily (retried)", false,
-			func(c *Config, v string) error { return rate(&c.SimFailureRate, v) },
-			func(c *Config) string { return strconv.FormatFloat(c.SimFailureRate, 'f', -1, 64) }},
-		{"TUMA_SIM_THROTTLE_RATE", "0", "simulated networks: probability a submit is answered with a throttle", false,
-			func(c *Config, v string) error { return rate(&c.SimThrottleRate, v) },
-			func(c *Config) string { return strconv.FormatFloat(c.SimThrottleRate, 'f', -1, 64) }},
+		rateOption("TUMA_SIM_FAILURE_RATE", "0", "simulated networks: probability a submit fails temporarily (retried)", func(c *Config) *float64 { return &c.SimFailureRate }),
+		rateOption("TUMA_SIM_THROTTLE_RATE", "0", "simulated networks: probability a submit is answered with a throttle", func(c *Config) *float64 { return &c.SimThrottleRate }),
 		{"TUMA_SIM_OUTCOMES", "delivered=97,undeliverable=2,expired=1", "simulated networks: mix of final outcomes (delivered, undeliverable, expired, rejected weights)", false,
 			func(c *Config, v string) error { return c.SimOutcomes.parse(v) },
 			func(c *Config) string { return c.SimOutcomes.String() }},
 		{"TUMA_LINK_TPS", "0", "carrier links: our own submit rate cap per network (0 = none; or safaricom=100,…)", false,
 			func(c *Config, v string) error { return c.LinkTPS.parse(v) },
 			func(c *Config) string { return c.LinkTPS.String() }},
-		{"TUMA_HANDOFF_MESSAGES", "100000", "messages of small jobs that may wait at the links for their outcomes after giving their tenant's dispatch slot back, so one unreachable network does not hold up a tenant's others (0 = jobs keep their slots)", false,
-			func(c *Config, v string) error { return intIn(&c.HandOffMessages, v, 0, 100_000_000) },
-			func(c *Config) string { return strconv.Itoa(c.HandOffMessages) }},
-		{"TUMA_CAMPAIGN_WINDOW", "1024", "messages a campaign hands each network's link before their outcomes are recorded (a send's job: 256); larger is faster, and a tenant's own sends wait behind at most this many", false,
-			func(c *Config, v string) error { return intIn(&c.CampaignWindow, v, 1, 100_000) },
-			func(c *Config) string { return strconv.Itoa(c.CampaignWindow) }},
-		{"TUMA_JOB_WINDOW", "256", "messages a send's job hands each network's link before their outcomes are recorded (0: no limit): the tenant's other sends to that network wait behind at most this many of one bulk send", false,
-			func(c *Config, v string) error { return intIn(&c.JobWindow, v, 0, 100_000) },
-			func(c *Config) string { return strconv.Itoa(c.JobWindow) }},
-		{"TUMA_IMPORT_WORKERS", "2", "database connections a contact import merges its rows through at once, each in a transaction of its own, committed together (1: one transaction)", false,
-			func(c *Config, v string) error { return intIn(&c.ImportWorkers, v, 1, 16) },
-			func(c *Config) string { return strconv.Itoa(c.ImportWorkers) }},
-		{"TUMA_BULK_ACCEPT_YIELD", "10ms", "while a send of 1,000 or more recipients is being accepted, carrier links take no new submits for up to this long, then at least as long again, so its 202 does not wait behind dispatch for the CPU (0: links never give way)", false,
-			func(c *Config, v string) error { return durationOrZero(&c.BulkAcceptYield, v) },
-			func(c *Config) string { return c.BulkAcceptYield.String() }},
-		{"TUMA_LINK_WINDOW", "256", "carrier links: most submits in flight per network (with SMPP, at least the sum of its binds' windows); a network answering in L passes at most this many per L", false,
-			func(c *Config, v string) error { return intIn(&c.LinkWindow, v, 1, 10_000) },
-			func(c *Config) string { return strconv.Itoa(c.LinkWindow) }},
-		{"TUMA_RECEIPT_TIMEOUT", "10m", "a sent message with no delivery receipt after this is asked about", false,
-			func(c *Config, v string) error { return duration(&c.ReceiptTimeout, v) },
-			func(c *Config) string { return c.ReceiptTimeout.String() }},
+		intOption("TUMA_HANDOFF_MESSAGES", "100000", "messages of small jobs that may wait at the links for their outcomes after giving their tenant's dispatch slot back, so one unreachable network does not hold up a tenant's others (0 = jobs keep their slots)", func(c *Config) *int { return &c.HandOffMessages }, 0, 100_000_000),
+		intOption("TUMA_CAMPAIGN_WINDOW", "1024", "messages a campaign hands each network's link before their outcomes are recorded (a send's job: 256); larger is faster, and a tenant's own sends wait behind at most this many", func(c *Config) *int { return &c.CampaignWindow }, 1, 100_000),
+		intOption("TUMA_JOB_WINDOW", "256", "messages a send's job hands each network's link before their outcomes are recorded (0: no limit): the tenant's other sends to that network wait behind at most this many of one bulk send", func(c *Config) *int { return &c.JobWindow }, 0, 100_000),
+		intOption("TUMA_IMPORT_WORKERS", "2", "database connections a contact import merges its rows through at once, each in a transaction of its own, committed together (1: one transaction)", func(c *Config) *int { return &c.ImportWorkers }, 1, 16),
+		durationOption("TUMA_BULK_ACCEPT_YIELD", "10ms", "while a send of 1,000 or more recipients is being accepted, carrier links take no new submits for up to this long, then at least as long again, so its 202 does not wait behind dispatch for the CPU (0: links never give way)", func(c *Config) *time.Duration { return &c.BulkAcceptYield }, durationOrZero),
+		intOption("TUMA_LINK_WINDOW", "256", "carrier links: most submits in flight per network (with SMPP, at least the sum of its binds' windows); a network answering in L passes at most this many per L", func(c *Config) *int { return &c.LinkWindow }, 1, 10_000),
+		durationOption("TUMA_RECEIPT_TIMEOUT", "10m", "a sent message with no delivery receipt after this is asked about", func(c *Config) *time.Duration { return &c.ReceiptTimeout }, duration),
 		{"TUMA_FAULTS", "", "deliberate defects for the drills' own tests (skip-refunds, skip-resume, release-keys, hold-slots, log-secrets, cross-tenant, abrupt-shutdown, no-shed); only binaries built with -tags faults accept it", false,
 			func(c *Config, v string) error { return c.Faults.parse(v) },
 			func(c *Config) string { return c.Faults.String() }},
-		{"TUMA_RECEIPT_DEADLINE", "72h", "a sent message still without a final status after this fails and is refunded (the stale-sent sweep; at least TUMA_RECEIPT_TIMEOUT)", false,
-			func(c *Config, v string) error { return duration(&c.ReceiptDeadline, v) },
-			func(c *Config) string { return c.ReceiptDeadline.String() }},
+		durationOption("TUMA_RECEIPT_DEADLINE", "72h", "a sent message still without a final status after this fails and is refunded (the stale-sent sweep; at least TUMA_RECEIPT_TIMEOUT)", func(c *Config) *time.Duration { return &c.ReceiptDeadline }, duration),
+		{"TUMA_WEBHOOK_RETRY_SCHEDULE", "5s,5m,30m,2h,5h,10h,10h,14h", "delays before each retry of a failed webhook delivery (±10 % jitter); after the last, the delivery has failed", false,
+			func(c *Config, v string) error {
+				d, err := webhooks.ParseSchedule(v)
+				c.WebhookSchedule = d
+				return err
+			},
+			func(c *Config) string { return scheduleString(c.WebhookSchedule) }},
+		boolOption("TUMA_WEBHOOK_ALLOW_PRIVATE", "false", "let webhook endpoints use http:// and loopback or private addresses (tests and local development only: it lifts the SSRF rules)", func(c *Config) *bool { return &c.WebhookAllowPrivate }),
+		{"TUMA_WEBHOOK_SECRET_KEY", "", "key that encrypts webhook signing secrets in the database, at least 32 bytes; unset derives it from TUMA_JWT_SECRET (set this before ever rotating that), or a fixed development key when that is random", true,
+			func(c *Config, v string) error {
+				if v != "" && len(v) < 32 {
+					return errors.New("must be at least 32 bytes")
+				}
+				c.WebhookSecretKey = v
+				return nil
+			},
+			func(c *Config) string { return c.WebhookSecretKey }},
+		intOption("TUMA_WEBHOOK_CONCURRENCY", "4", "webhook requests in flight per endpoint, across nodes (a slow endpoint holds only these)", func(c *Config) *int { return &c.WebhookLanes }, 1, 64),
 		{"TUMA_TRUSTED_PROXIES", "", "comma-separated IPs or CIDRs of your reverse proxies: only requests from them have X-Forwarded-For read, right to left, for the client IP (unset: the peer address is the client)", false,
 			func(c *Config, v string) error { return prefixes(&c.TrustedProxies, v) },
 			func(c *Config) string { return prefixesString(c.TrustedProxies) }},
 	}
+}
+
+// intOption is an integer variable from lo to hi.
+func intOption(name, def, help string, field func(*Config) *int, lo, hi int) option {
+	return option{name, def, help, false,
+		func(c *Config, v string) error { return intIn(field(c), v, lo, hi) },
+		func(c *Config) string { return strconv.Itoa(*field(c)) }}
+}
+
+// boolOption is a true-or-false variable.
+func boolOption(name, def, help string, field func(*Config) *bool) option {
+	return option{name, def, help, false,
+		func(c *Config, v string) error { return boolean(field(c), v) },
+		func(c *Config) string { return strconv.FormatBool(*field(c)) }}
+}
+
+// durationOption is a duration variable read by parse (duration, durationOrZero or
+// nonNegDuration).
+func durationOption(name, def, help string, field func(*Config) *time.Duration, parse func(*time.Duration, string) error) option {
+	return option{name, def, help, false,
+		func(c *Config, v string) error { return parse(field(c), v) },
+		func(c *Config) string { return field(c).String() }}
+}
+
+// rateOption is a probability from 0 to 1.
+func rateOption(name, def, help string, field func(*Config) *float64) option {
+	return option{name, def, help, false,
+		func(c *Config, v string) error { return rate(field(c), v) },
+		func(c *Config) string { return strconv.FormatFloat(*field(c), 'f', -1, 64) }}
 }
 
 // smppOption is a network's SMPP binds: space-separated bind URLs (see smpp.ParseBinds).
@@ -454,6 +430,21 @@ func prefixesString(ps []netip.Prefix) string {
 		out[i] = p.String()
 		if p.IsSingleIP() {
 			out[i] = p.Addr().String()
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func scheduleString(ds []time.Duration) string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		switch {
+		case d%time.Hour == 0:
+			out[i] = strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+		case d%time.Minute == 0:
+			out[i] = strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+		default:
+			out[i] = d.String()
 		}
 	}
 	return strings.Join(out, ",")

@@ -51,6 +51,7 @@ func (a *App) startWorkers() error {
 			return len(due) == schedulerBatch, err
 		}},
 	}
+	workers = append(workers, a.webhookWorkers()...)
 	if a.hooks != nil {
 		hooks := actors.Outbox[persistence.SandboxTx]{Claim: a.hooks.Claim, Deliver: a.hooks.Deliver,
 			Delivered: a.hooks.Delivered, Failed: a.hooks.Failed}

@@ -1,0 +1,519 @@
+// Webhook deliveries: events taken from the outbox in batches per endpoint, claimed for an
+// attempt by one node at a time, and their outcomes.
+
+package persistence
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tuma-sms/tuma/carriers"
+)
+
+// DeliveryStatus is where a webhook delivery is: pending → succeeded | failed (a failed one
+// goes back to pending when retried by hand).
+type DeliveryStatus string
+
+const (
+	DeliveryPending   DeliveryStatus = "pending"
+	DeliverySucceeded DeliveryStatus = "succeeded"
+	DeliveryFailed    DeliveryStatus = "failed"
+)
+
+// DeliveryStatuses are every delivery status.
+func DeliveryStatuses() []DeliveryStatus {
+	return []DeliveryStatus{DeliveryPending, DeliverySucceeded, DeliveryFailed}
+}
+
+// WebhookEvent is one event of a delivery.
+type WebhookEvent struct {
+	Seq       int64 // its id: the outbox row's id and its place in the row
+	Type      EventType
+	CreatedAt time.Time
+	MessageID uuid.UUID       // message events
+	Data      json.RawMessage // the others
+}
+
+// ID is the event's public id.
+func (e WebhookEvent) ID() string { return EventID(e.Seq) }
+
+// EventID is the public id of an event: evt_ and its sequence number in hex.
+func EventID(seq int64) string { return "evt_" + fmt.Sprintf("%016x", seq) }
+
+// WebhookDelivery is a delivery claimed for an attempt.
+type WebhookDelivery struct {
+	ID, EndpointID, AccountID uuid.UUID
+	URL                       string
+	Secrets                   []string // the current secret, then the rolled one while it still signs
+	Attempts                  int      // attempts before this one
+	Events                    []WebhookEvent
+	CreatedAt                 time.Time
+}
+
+// WebhookClaim says how much work a node takes.
+type WebhookClaim struct {
+	Limit int           // deliveries at most
+	Lanes int           // pending deliveries per endpoint at most (attempts in flight and retries waiting)
+	Lease time.Duration // how long a claimed delivery is this node's before another may take it
+}
+
+// ClaimWebhookDeliveries takes due deliveries (retries, tests, redeliveries, and those whose
+// node died mid-attempt), then forms new ones from the outbox, each leased to the caller.
+//
+// An endpoint gets new deliveries only while it has fewer than Lanes pending and none waiting
+// to be retried: one failed attempt opens its circuit, so a dead endpoint gets only its
+// retries (on the schedule, Lanes at most) until one succeeds. Its events wait in the outbox.
+// A delivery holds the events of its batch oldest first, and never a message's later event
+// while that message's message.sent is in another pending delivery: the batch ends there.
+func (s *Store) ClaimWebhookDeliveries(ctx context.Context, c WebhookClaim) ([]WebhookDelivery, error) {
+	out, err := s.claimDue(ctx, c)
+	if err != nil || len(out) >= c.Limit {
+		return out, err
+	}
+	cands, err := s.formCandidates(ctx, c.Lanes)
+	if err != nil {
+		return out, err
+	}
+	for _, cand := range cands {
+		room := c.Limit - len(out)
+		if room <= 0 {
+			break
+		}
+		ds, err := s.form(ctx, cand, room, c)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ds...)
+	}
+	return out, nil
+}
+
+const deliveryClaimColumns = `d.id, d.endpoint_id, d.account_id, d.attempts, d.created_at, d.event_seqs, d.event_types,
+	d.event_times, d.message_ids, d.event_data::text[], e.url, e.secret, CASE WHEN e.old_secret_until > now() THEN e.old_secret END`
+
+func (s *Store) claimDue(ctx context.Context, c WebhookClaim) ([]WebhookDelivery, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE webhook_deliveries d SET lease_until = now() + $1::interval
+		FROM (SELECT x.id FROM webhook_deliveries x JOIN webhook_endpoints y ON y.id = x.endpoint_id AND y.enabled
+			WHERE x.status = 'pending' AND x.next_attempt_at <= now() AND (x.lease_until IS NULL OR x.lease_until < now())
+			ORDER BY x.next_attempt_at LIMIT $2 FOR UPDATE OF x SKIP LOCKED) due, webhook_endpoints e
+		WHERE d.id = due.id AND e.id = d.endpoint_id
+		RETURNING `+deliveryClaimColumns, c.Lease, c.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []WebhookDelivery
+	for rows.Next() {
+		d, err := s.scanClaimed(rows)
+		if err != nil {
+			return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) scanClaimed(row pgx.Row) (WebhookDelivery, error) {
+	var (
+		d         WebhookDelivery
+		seqs      []int64
+		types     []int16
+		times     []time.Time
+		msgs      []uuid.UUID
+		data      []string
+		cur, prev []byte
+	)
+	if err := row.Scan(&d.ID, &d.EndpointID, &d.AccountID, &d.Attempts, &d.CreatedAt, &seqs, &types, &times, &msgs, &data,
+		&d.URL, &cur, &prev); err != nil {
+		return d, err
+	}
+	for _, sealed := range [][]byte{cur, prev} {
+		if sealed == nil {
+			continue
+		}
+		sec, err := s.open(sealed)
+		if err != nil {
+			return d, err
+		}
+		d.Secrets = append(d.Secrets, sec)
+	}
+	d.Events = make([]WebhookEvent, len(seqs))
+	for i := range seqs {
+		d.Events[i] = WebhookEvent{Seq: seqs[i], Type: eventTypeOf(types[i]), CreatedAt: times[i], MessageID: msgs[i]}
+		if data[i] != "null" {
+			d.Events[i].Data = json.RawMessage(data[i])
+		}
+	}
+	return d, nil
+}
+
+type formCandidate struct {
+	endpoint uuid.UUID
+	batch    int
+}
+
+// formCandidates lists enabled endpoints with events waiting in the outbox, their circuit
+// closed and a lane free, one index probe per endpoint with waiting events (a skip scan), so a
+// dead endpoint's long backlog costs nothing here.
+func (s *Store) formCandidates(ctx context.Context, lanes int) ([]formCandidate, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH RECURSIVE q AS (
+			(SELECT endpoint_id FROM webhook_events ORDER BY endpoint_id LIMIT 1)
+			UNION ALL
+			SELECT (SELECT v.endpoint_id FROM webhook_events v WHERE v.endpoint_id > q.endpoint_id ORDER BY v.endpoint_id LIMIT 1)
+			FROM q WHERE q.endpoint_id IS NOT NULL)
+		SELECT e.id, e.batch_size FROM q JOIN webhook_endpoints e ON e.id = q.endpoint_id
+		WHERE e.enabled AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+			WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.attempts > 0)
+			AND (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending') < $1`, lanes)
+	if err != nil {
+		return nil, fmt.Errorf("webhook endpoints with events: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (formCandidate, error) {
+		var c formCandidate
+		var b int16
+		err := r.Scan(&c.endpoint, &b)
+		c.batch = int(b)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("webhook endpoints with events: %w", err)
+	}
+	return out, nil
+}
+
+// outboxChunk is the unread part of an outbox row.
+type outboxChunk struct {
+	id      int64
+	created time.Time
+	taken   int // events of the row taken before this read
+	total   int
+	types   []int16
+	msgs    []uuid.UUID
+	data    []byte
+}
+
+// form makes up to room new deliveries of one endpoint, under its row lock (another node
+// forming for it at the same moment skips it).
+func (s *Store) form(ctx context.Context, cand formCandidate, room int, c WebhookClaim) ([]WebhookDelivery, error) {
+	var out []WebhookDelivery
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out = nil
+		need := min(room, c.Lanes) * cand.batch
+		var (
+			d               WebhookDelivery
+			locked, failing bool
+			pending         int
+			held            []uuid.UUID
+			cur, prev       []byte
+			chunks          []outboxChunk
+		)
+		b := &pgx.Batch{}
+		b.Queue(`SELECT account_id, url, secret, CASE WHEN old_secret_until > now() THEN old_secret END
+			FROM webhook_endpoints WHERE id = $1 AND enabled FOR UPDATE SKIP LOCKED`, cand.endpoint).QueryRow(func(r pgx.Row) error {
+			err := r.Scan(&d.AccountID, &d.URL, &cur, &prev)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			locked = err == nil
+			return err
+		})
+		b.Queue(`SELECT count(*), coalesce(bool_or(attempts > 0), false),
+				coalesce((SELECT array_agg(h) FROM webhook_deliveries x, unnest(x.holds) h
+					WHERE x.endpoint_id = $1 AND x.status = 'pending'), '{}')
+			FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, cand.endpoint).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&pending, &failing, &held)
+		})
+		b.Queue(`SELECT id, created_at, taken, cardinality(types), types[taken + 1 : taken + $2],
+				coalesce(message_ids[taken + 1 : taken + $2], '{}'), data
+			FROM webhook_events WHERE endpoint_id = $1 ORDER BY id LIMIT $2`, cand.endpoint, need).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var k outboxChunk
+				if err := rows.Scan(&k.id, &k.created, &k.taken, &k.total, &k.types, &k.msgs, &k.data); err != nil {
+					return err
+				}
+				chunks = append(chunks, k)
+			}
+			return rows.Err()
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if !locked || failing || pending >= c.Lanes {
+			return nil
+		}
+		for _, sealed := range [][]byte{cur, prev} {
+			if sealed != nil {
+				sec, err := s.open(sealed)
+				if err != nil {
+					return err
+				}
+				d.Secrets = append(d.Secrets, sec)
+			}
+		}
+		d.EndpointID = cand.endpoint
+		batches, taken := cutBatches(chunks, held, min(room, c.Lanes-pending), cand.batch)
+		if len(batches) == 0 {
+			return nil
+		}
+		w := &pgx.Batch{}
+		for _, k := range chunks {
+			switch n, ok := taken[k.id]; {
+			case !ok:
+			case k.taken+n >= k.total:
+				w.Queue(`DELETE FROM webhook_events WHERE id = $1`, k.id)
+			default:
+				w.Queue(`UPDATE webhook_events SET taken = $2 WHERE id = $1`, k.id, k.taken+n)
+			}
+		}
+		for _, evs := range batches {
+			dd := d
+			dd.ID, dd.Events = NewID(), evs
+			queueDelivery(w, dd, c.Lease)
+			out = append(out, dd)
+		}
+		return tx.SendBatch(ctx, w).Close()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("form webhook deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// cutBatches cuts up to n batches of up to size events from the chunks, oldest first, ending
+// at the first later event of a message whose message.sent is held (pending elsewhere, or in
+// an earlier batch of this cut). It returns the batches and how many events of each chunk
+// they took.
+func cutBatches(chunks []outboxChunk, held []uuid.UUID, n, size int) ([][]WebhookEvent, map[int64]int) {
+	holds := make(map[uuid.UUID]bool, len(held))
+	for _, m := range held {
+		holds[m] = true
+	}
+	taken := map[int64]int{}
+	var out [][]WebhookEvent
+	var cur []WebhookEvent
+	var curSent []uuid.UUID
+	closeBatch := func() {
+		out = append(out, cur)
+		for _, m := range curSent {
+			holds[m] = true
+		}
+		cur, curSent = nil, nil
+	}
+	for _, k := range chunks {
+		for i, code := range k.types {
+			if len(cur) == size {
+				closeBatch()
+			}
+			if len(out) == n {
+				return out, taken
+			}
+			t := eventTypeOf(code)
+			ev := WebhookEvent{Seq: k.id<<16 | int64(k.taken+i), Type: t, CreatedAt: k.created}
+			if t.IsMessage() {
+				ev.MessageID = k.msgs[i]
+				if t != EventMessageSent && holds[ev.MessageID] {
+					if len(cur) > 0 {
+						closeBatch()
+					}
+					return out, taken
+				}
+				if t == EventMessageSent {
+					curSent = append(curSent, ev.MessageID)
+				}
+			} else {
+				ev.Data = k.data
+			}
+			cur = append(cur, ev)
+			taken[k.id]++
+		}
+	}
+	if len(cur) > 0 && len(out) < n {
+		closeBatch()
+	}
+	return out, taken
+}
+
+// queueDelivery inserts a delivery leased to the node that formed it.
+func queueDelivery(b *pgx.Batch, d WebhookDelivery, lease time.Duration) {
+	n := len(d.Events)
+	seqs, types, times, msgs, data := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]uuid.UUID, n), make([]string, n)
+	var holds []uuid.UUID
+	for i, e := range d.Events {
+		seqs[i], types[i], times[i], msgs[i], data[i] = e.Seq, e.Type.code(), e.CreatedAt, e.MessageID, "null"
+		if e.Data != nil {
+			data[i] = string(e.Data)
+		}
+		if e.Type == EventMessageSent {
+			holds = append(holds, e.MessageID)
+		}
+	}
+	b.Queue(`INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event_seqs, event_types, event_times, message_ids,
+			event_data, holds, next_attempt_at, lease_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[]::jsonb[], $9, now(), now() + $10::interval)`,
+		d.ID, d.EndpointID, d.AccountID, seqs, types, times, msgs, data, holds, lease)
+}
+
+// WebhookAttempt is the outcome of one attempt.
+type WebhookAttempt struct {
+	DeliveryID, EndpointID uuid.UUID
+	At                     time.Time
+	Duration               time.Duration
+	StatusCode             int // 0: no response
+	Error                  string
+	Succeeded              bool
+	RetryAt                time.Time // when to try again; zero with Succeeded false: the delivery has failed
+	Disable                string    // the endpoint is to be disabled at once, for this reason (it answered 410)
+}
+
+// DisabledWebhook is an endpoint an attempt's outcome disabled.
+type DisabledWebhook struct {
+	ID, AccountID uuid.UUID
+	URL, Reason   string
+}
+
+// WebhookAttempted records an attempt: the delivery's new state, the attempt in its log, and
+// the endpoint's failure streak. A success closes the endpoint's circuit (its deliveries waiting
+// to be retried are due at once). An endpoint failing for failingLimit with no success, or told
+// to be disabled, is disabled with a webhook_disabled notification; it is returned.
+func (s *Store) WebhookAttempted(ctx context.Context, a WebhookAttempt, failingLimit time.Duration) (*DisabledWebhook, error) {
+	var failingSince *time.Time
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var retry *time.Time
+		if !a.Succeeded && !a.RetryAt.IsZero() {
+			retry = &a.RetryAt
+		}
+		var n int
+		err := tx.QueryRow(ctx, `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status_code = $2,
+				last_error = nullif($3, ''), lease_until = NULL,
+				status = CASE WHEN $4 THEN 'succeeded' WHEN $5::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
+				next_attempt_at = CASE WHEN $4 OR $7 THEN NULL ELSE $5 END, -- $7: its endpoint is being disabled
+				succeeded_at = CASE WHEN $4 THEN $6::timestamptz END,
+				finished_at = CASE WHEN $4 OR $5::timestamptz IS NULL THEN $6::timestamptz END,
+				holds = CASE WHEN $4 OR $5::timestamptz IS NULL THEN NULL ELSE holds END
+			WHERE id = $1 AND status = 'pending' RETURNING attempts`,
+			a.DeliveryID, nullCode(a.StatusCode), a.Error, a.Succeeded, retry, a.At, a.Disable != "").Scan(&n)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // deleted with its endpoint meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms, next_attempt_at)
+			VALUES ($1, $2, $3, $4, nullif($5, ''), $6, $7)`, a.DeliveryID, n, a.At, nullCode(a.StatusCode), a.Error,
+			a.Duration.Milliseconds(), retry)
+		if a.Succeeded {
+			b.Queue(`WITH was AS (UPDATE webhook_endpoints SET failing_since = NULL
+					WHERE id = $1 AND failing_since IS NOT NULL RETURNING id)
+				UPDATE webhook_deliveries d SET next_attempt_at = now() FROM was
+				WHERE d.endpoint_id = was.id AND d.status = 'pending' AND d.next_attempt_at > now()`, a.EndpointID)
+		} else {
+			b.Queue(`UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, $2) WHERE id = $1
+				RETURNING failing_since`, a.EndpointID, a.At).QueryRow(func(r pgx.Row) error {
+				err := r.Scan(&failingSince)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil
+				}
+				return err
+			})
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record webhook attempt: %w", err)
+	}
+	reason := a.Disable
+	if reason == "" && failingSince != nil && failingLimit > 0 && a.At.Sub(*failingSince) >= failingLimit {
+		reason = "every delivery failed for " + failingLimit.String()
+	}
+	if reason == "" {
+		return nil, nil
+	}
+	return s.disableWebhook(ctx, a.EndpointID, reason)
+}
+
+func nullCode(code int) *int {
+	if code == 0 {
+		return nil
+	}
+	return &code
+}
+
+// disableWebhook turns an enabled endpoint off and tells its account.
+func (s *Store) disableWebhook(ctx context.Context, id uuid.UUID, reason string) (*DisabledWebhook, error) {
+	var out *DisabledWebhook
+	err := s.changeSubscriptions(ctx, func(tx pgx.Tx) error {
+		d := DisabledWebhook{ID: id, Reason: reason}
+		err := tx.QueryRow(ctx, `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
+			WHERE id = $1 AND enabled RETURNING account_id, url`, id, reason).Scan(&d.AccountID, &d.URL)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = NULL WHERE endpoint_id = $1 AND status = 'pending'`,
+			id); err != nil {
+			return err
+		}
+		out = &d
+		return addNotification(ctx, tx, d.AccountID, NewNotification{Type: "webhook_disabled", Title: "Webhook endpoint disabled",
+			Message: fmt.Sprintf("Deliveries to %s stopped: %s. Fix the endpoint, then enable it again; its events wait.", d.URL, reason)})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("disable webhook: %w", err)
+	}
+	return out, nil
+}
+
+// MessageEventData is a message as its events show it.
+type MessageEventData struct {
+	ID, JobID         uuid.UUID
+	CampaignID        *uuid.UUID
+	Reference         *string
+	Recipient         string
+	Network           carriers.Network
+	Sender            string
+	Status            MessageStatus
+	ProviderStatus    string
+	ProviderMessageID *string
+	Parts             int
+	CostCents         int64
+	SentAt            *time.Time
+	DeliveredAt       *time.Time
+	FailedAt          *time.Time
+}
+
+// WebhookMessages reads the account's messages that events of a delivery describe, by id.
+func (s *Store) WebhookMessages(ctx context.Context, accountID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]MessageEventData, error) {
+	out := make(map[uuid.UUID]MessageEventData, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT m.id, m.job_id, m.campaign_id, j.reference, m.recipient, m.network, m.sender,
+			m.status, m.provider_status, m.provider_message_id, m.parts, m.cost_cents, m.sent_at, m.delivered_at, m.failed_at
+		FROM messages m JOIN jobs j ON j.id = m.job_id WHERE m.id = ANY($2::uuid[]) AND m.account_id = $1`, accountID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("webhook messages: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var m MessageEventData
+		var net, parts int16
+		if err := rows.Scan(&m.ID, &m.JobID, &m.CampaignID, &m.Reference, &m.Recipient, &net, &m.Sender, &m.Status,
+			&m.ProviderStatus, &m.ProviderMessageID, &parts, &m.CostCents, &m.SentAt, &m.DeliveredAt, &m.FailedAt); err != nil {
+			return nil, fmt.Errorf("webhook messages: %w", err)
+		}
+		m.Network, m.Parts = carriers.Network(net), int(parts)
+		out[m.ID] = m
+	}
+	return out, rows.Err()
+}
