@@ -95,9 +95,9 @@ type Replay struct {
 
 // Do is Run for a caller that is not an HTTP request (a dashboard form sends its token as the
 // key): fingerprint identifies the request (a different request under the same key is
-// refused as idempotency_key_reused). It runs run at most once per key and returns nil; a
-// request made already is not run again, and its first outcome is returned instead (with the
-// error, if rebuilding it failed).
+// refused as idempotency_key_reused). The first request with a key runs, and Do returns a nil
+// Replay and run's error; a request made already does not run again: Do returns its first
+// outcome (and the error, if rebuilding it failed).
 func (k *Keys) Do(ctx context.Context, op Op, key string, fingerprint []byte, run func(key *persistence.IdempotencyKey) error) (*Replay, error) {
 	// Not UTF-8, it could not even be looked up: PostgreSQL text refuses it.
 	if key == "" || len(key) > maxIdempotencyKey || !utf8.ValidString(key) {
