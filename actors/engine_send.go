@@ -59,6 +59,7 @@ func checkReference(ref *string) error {
 type SendResult struct {
 	JobID      uuid.UUID
 	Recipients int
+	Units      int64 // SMS parts billed: each recipient's text as sent, summed (CostCents = Units × price)
 	CostCents  int64
 }
 

@@ -178,7 +178,7 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 		return
 	}
 	t.adopt(d.result.Wallet)
-	ctx.Send(req.reply, &SendResult{JobID: req.job.ID, Recipients: req.job.Recipients, CostCents: req.job.CostCents})
+	ctx.Send(req.reply, &SendResult{JobID: req.job.ID, Recipients: req.job.Recipients, Units: req.job.Units, CostCents: req.job.CostCents})
 	t.alertLowBalance(ctx)
 
 	m := t.e.m

@@ -179,6 +179,7 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, from int, msgs []NewMes
 type Job struct {
 	ID              uuid.UUID
 	RecipientsCount int
+	SMSUnits        int64 // SMS parts billed, summed over recipients
 	CostCents       int64
 	Status          JobStatus
 	Reference       *string
@@ -187,8 +188,8 @@ type Job struct {
 // JobByID returns one of the account's jobs.
 func (s *Store) JobByID(ctx context.Context, accountID, id uuid.UUID) (Job, error) {
 	var j Job
-	err := s.pool.QueryRow(ctx, `SELECT id, recipients_count, cost_cents, status, reference FROM jobs WHERE id = $1 AND account_id = $2`,
-		id, accountID).Scan(&j.ID, &j.RecipientsCount, &j.CostCents, &j.Status, &j.Reference)
+	err := s.pool.QueryRow(ctx, `SELECT id, recipients_count, sms_units, cost_cents, status, reference FROM jobs
+		WHERE id = $1 AND account_id = $2`, id, accountID).Scan(&j.ID, &j.RecipientsCount, &j.SMSUnits, &j.CostCents, &j.Status, &j.Reference)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Job{}, ErrNotFound
 	}

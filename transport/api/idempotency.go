@@ -64,23 +64,61 @@ func (k *Keys) Run(ctx context.Context, rc *fasthttp.RequestCtx, op Op, run func
 	if len(raw) == 0 {
 		return run(nil)
 	}
-	// Not UTF-8, it could not even be looked up: PostgreSQL text refuses it.
-	if len(raw) > maxIdempotencyKey || !utf8.Valid(raw) {
-		return NewProblem("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters of UTF-8 text")
-	}
-	key, replay, err := k.claim(ctx, rc, op, persistence.IdempotencyKey{AccountID: op.Scope, Key: op.Namespace + string(raw)})
-	if err != nil || replay {
+	h := sha256.New()
+	h.Write(rc.Method())
+	h.Write([]byte{0})
+	h.Write(rc.Path())
+	h.Write([]byte{0})
+	h.Write(rc.PostBody())
+	r, err := k.Do(ctx, op, string(raw), h.Sum(nil), run)
+	if r == nil {
 		return err
 	}
-	if err := run(&key); err != nil {
+	rc.Response.Header.Set("Idempotent-Replayed", "true")
+	if err != nil {
+		return err
+	}
+	if r.Value != nil {
+		return WriteJSON(rc, r.Status, r.Value)
+	}
+	WriteJSONBody(rc, r.Status, r.Body)
+	return nil
+}
+
+// Replay is the first outcome of a request whose idempotency key was used already: its
+// status, and its body as stored or as rebuilt from the resource it created (Op.FromResource).
+type Replay struct {
+	Status int
+	Value  any    // rebuilt from the resource; nil when Body holds the answer
+	Body   []byte // the JSON stored with the key
+}
+
+// Do is Run for a caller that is not an HTTP request (a dashboard form sends its token as the
+// key): fingerprint identifies the request (a different request under the same key is
+// refused as idempotency_key_reused). The first request with a key runs, and Do returns a nil
+// Replay and run's error; a request made already does not run again: Do returns its first
+// outcome (and the error, if rebuilding it failed).
+func (k *Keys) Do(ctx context.Context, op Op, key string, fingerprint []byte, run func(key *persistence.IdempotencyKey) error) (*Replay, error) {
+	// Not UTF-8, it could not even be looked up: PostgreSQL text refuses it.
+	if key == "" || len(key) > maxIdempotencyKey || !utf8.ValidString(key) {
+		return nil, NewProblem("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters of UTF-8 text")
+	}
+	claimed, stored, err := k.claim(ctx, persistence.IdempotencyKey{AccountID: op.Scope, Key: op.Namespace + key}, fingerprint)
+	if err != nil {
+		return nil, err
+	}
+	if stored != nil {
+		return replay(ctx, op, stored)
+	}
+	if err := run(&claimed); err != nil {
 		if wroteNothing(err) || k.faults.releaseKeys() {
-			if rerr := k.store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), key); rerr != nil {
+			if rerr := k.store.ReleaseIdempotencyKey(context.WithoutCancel(ctx), claimed); rerr != nil {
 				k.log.Warn("release idempotency key", "error", rerr) // the lease frees it in time
 			}
 		}
-		return err
+		return nil, err
 	}
-	return nil
+	return nil, nil
 }
 
 // wroteNothing reports a failure that provably happened before any effect: a refused request
@@ -100,20 +138,13 @@ func wroteNothing(err error) bool {
 	return false
 }
 
-// claim takes the key for this request. replay is true when it answered with the stored
-// response of an earlier identical request. While that request is still running, claim waits
-// for its outcome (polling, within this request's deadline) and replays it.
-func (k *Keys) claim(ctx context.Context, rc *fasthttp.RequestCtx, op Op, key persistence.IdempotencyKey) (persistence.IdempotencyKey, bool, error) {
-	h := sha256.New()
-	h.Write(rc.Method())
-	h.Write([]byte{0})
-	h.Write(rc.Path())
-	h.Write([]byte{0})
-	h.Write(rc.PostBody())
-	hash := h.Sum(nil)
+// claim takes the key for this request, or returns the stored response of an earlier
+// identical request. While that request is still running, claim waits for its outcome
+// (polling, within this request's deadline).
+func (k *Keys) claim(ctx context.Context, key persistence.IdempotencyKey, fingerprint []byte) (persistence.IdempotencyKey, *persistence.StoredResponse, error) {
 	wait := 20 * time.Millisecond
 	for {
-		claimed, stored, err := k.store.ClaimIdempotencyKey(ctx, key, hash, k.lease)
+		claimed, stored, err := k.store.ClaimIdempotencyKey(ctx, key, fingerprint, k.lease)
 		if errors.Is(err, persistence.ErrIdempotencyBusy) {
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) > wait+time.Second {
 				select {
@@ -124,23 +155,19 @@ func (k *Keys) claim(ctx context.Context, rc *fasthttp.RequestCtx, op Op, key pe
 				}
 			}
 		}
-		if err != nil || stored == nil {
-			return claimed, false, err
-		}
-		return claimed, true, replay(ctx, rc, op, stored)
+		return claimed, stored, err
 	}
 }
 
-// replay answers with a completed key's first response.
-func replay(ctx context.Context, rc *fasthttp.RequestCtx, op Op, stored *persistence.StoredResponse) error {
-	rc.Response.Header.Set("Idempotent-Replayed", "true")
+// replay is a completed key's first response.
+func replay(ctx context.Context, op Op, stored *persistence.StoredResponse) (*Replay, error) {
+	r := &Replay{Status: stored.Status, Body: stored.Body}
 	if stored.Body == nil && stored.ResourceID != nil && op.FromResource != nil {
 		v, err := op.FromResource(ctx, op.Scope, *stored.ResourceID)
 		if err != nil {
-			return err
+			return r, err
 		}
-		return WriteJSON(rc, stored.Status, v)
+		r.Value = v
 	}
-	WriteJSONBody(rc, stored.Status, stored.Body)
-	return nil
+	return r, nil
 }

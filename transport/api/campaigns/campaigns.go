@@ -81,7 +81,7 @@ func (h *Handler) Register(r *api.Router) {
 // Limits of a campaign's fields.
 const (
 	maxCampaignName = 100 // the schema's CHECK
-	maxMessageRunes = 918 // as a send's: 6 SMS parts
+	maxMessageRunes = 918 // as a send's: the template's characters, before merge tags and any prefix
 )
 
 type campaignJSON struct {
@@ -101,6 +101,7 @@ type campaignJSON struct {
 	CreatedAt       api.Timestamp  `json:"created_at"`
 	StartedAt       *api.Timestamp `json:"started_at"`
 	CompletedAt     *api.Timestamp `json:"completed_at"`
+	Reference       *string        `json:"reference"` // the caller's correlation id, on every message too
 }
 
 // deliveryRate is delivered ÷ recipients × 100, to one decimal (CONTRACT §7).
@@ -116,7 +117,8 @@ func newCampaignJSON(c persistence.Campaign) campaignJSON {
 		SenderID: c.SenderID, Status: string(c.Status), ScheduledAt: api.TimestampOf(c.ScheduledAt),
 		TotalRecipients: c.TotalRecipients, TotalDelivered: c.Delivered, TotalFailed: c.Failed,
 		CostKES: api.KES(c.CostCents), DeliveryRate: deliveryRate(c.Delivered, c.TotalRecipients),
-		CreatedAt: api.Timestamp(c.CreatedAt), StartedAt: api.TimestampOf(c.StartedAt), CompletedAt: api.TimestampOf(c.CompletedAt)}
+		CreatedAt: api.Timestamp(c.CreatedAt), StartedAt: api.TimestampOf(c.StartedAt), CompletedAt: api.TimestampOf(c.CompletedAt),
+		Reference: c.Reference}
 }
 
 // campaignInput is POST /campaigns's body, checked.
@@ -125,6 +127,7 @@ type campaignInput struct {
 	groupID       uuid.UUID
 	senderID      string
 	scheduledAt   *time.Time
+	reference     *string
 }
 
 func (h *Handler) parseCampaign(rc *fasthttp.RequestCtx) (campaignInput, error) {
@@ -134,6 +137,7 @@ func (h *Handler) parseCampaign(rc *fasthttp.RequestCtx) (campaignInput, error) 
 		GroupID     *string `json:"group_id"`
 		SenderID    *string `json:"sender_id"`
 		ScheduledAt *string `json:"scheduled_at"`
+		Reference   *string `json:"reference"`
 	}
 	if err := api.DecodeJSON(rc, &in); err != nil {
 		return campaignInput{}, err
@@ -149,7 +153,8 @@ func (h *Handler) parseCampaign(rc *fasthttp.RequestCtx) (campaignInput, error) 
 	case in.Message == nil || strings.TrimSpace(*in.Message) == "":
 		fe.Add("message", "is required")
 	case utf8.RuneCountInString(*in.Message) > maxMessageRunes:
-		fe.Add("message", "must be at most 918 characters")
+		fe.Add("message", fmt.Sprintf("must be at most %d characters (your text; through the shared sender ID the company "+
+			"prefix is added on top and counted in parts and cost); got %d", maxMessageRunes, utf8.RuneCountInString(*in.Message)))
 	case strings.TrimSpace(actors.RenderMergeTags(*in.Message, "", "")) == "":
 		fe.Add("message", "must have text besides its merge tags")
 	default:
@@ -175,6 +180,10 @@ func (h *Handler) parseCampaign(rc *fasthttp.RequestCtx) (campaignInput, error) 
 			out.scheduledAt = &at
 		}
 	}
+	if in.Reference != nil && !actors.ValidReference(*in.Reference) {
+		fe.Add("reference", fmt.Sprintf("must be 1 to %d printable ASCII characters (space to ~)", actors.MaxReferenceLen))
+	}
+	out.reference = in.Reference
 	return out, fe.Err()
 }
 
@@ -210,7 +219,7 @@ func (h *Handler) createCampaignOnce(ctx context.Context, rc *fasthttp.RequestCt
 	if err != nil {
 		return uuid.Nil, err
 	}
-	req := actors.CampaignRequest{AccountID: accountID, Idempotency: key, Campaign: persistence.NewCampaign{
+	req := actors.CampaignRequest{AccountID: accountID, Idempotency: key, Reference: in.reference, Campaign: persistence.NewCampaign{
 		ID: persistence.NewID(), Name: in.name, Template: in.message, GroupID: in.groupID, ScheduledAt: in.scheduledAt}}
 	if in.senderID != "" {
 		snd, err := h.store.ApprovedSender(ctx, accountID, in.senderID)

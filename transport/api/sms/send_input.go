@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"unicode/utf8"
 
+	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/api"
@@ -19,28 +21,83 @@ const (
 	maxRecipientErrors = 100
 )
 
-type sendInput struct {
-	recipients []persistence.Recipient // normalised, unique, in first-seen order
-	message    string
-	senderID   string // "" when omitted or null
+// Why a recipient cannot be sent to: the send's field error and the quote's reason.
+const (
+	reasonInvalid     = "not a valid Kenyan mobile number"
+	reasonUnsupported = "is on a network Tuma does not reach (only Safaricom, Airtel and Telkom)"
+)
+
+// messageTooLong is the field error of a message over 918 characters. The limit is the
+// tenant's own text (the spec's 6 SMS pages): the shared sender's company prefix comes on
+// top, so 918 GSM-7 characters through it bill 7 parts.
+func messageTooLong(n int) string {
+	return fmt.Sprintf("must be at most %d characters (your text; through the shared sender ID the company prefix "+
+		"is added on top and counted in parts and cost); got %d", maxMessageRunes, n)
 }
 
-// parseSend decodes and validates a send body. Every recipient is normalised to E.164 and
-// given its network; duplicates (after normalisation) are sent once. Any invalid recipient
-// rejects the whole send, naming up to 100 of them.
-func parseSend(body []byte, plan *carriers.Plan) (sendInput, error) {
+// SendInput is a send, or the send a quote prices, as its caller wrote it: the body of
+// POST /sms/send, or the dashboard's send form. Handler.Send and Handler.Quote check it.
+type SendInput struct {
+	Recipients []string // as typed, in order: 07…, 01…, 254… or +254… forms, spaces and dashes allowed
+	Message    string
+	SenderID   string  // an approved sender ID of the account, by id or name; "": the default, else the shared one
+	Reference  *string // the caller's correlation id (1-64 printable ASCII); nil: none
+
+	// decoded holds a JSON body's recipients, parsed while the body was decoded (Recipients is
+	// then unused): a 10,000-number send is mostly that array, and going through []string
+	// would allocate every number twice.
+	decoded *recipientList
+}
+
+// decodeSend reads a JSON send body. A body that is not JSON is 400, a member of the wrong
+// type 422; the values are checked later, by check.
+func decodeSend(body []byte, plan *carriers.Plan) (SendInput, error) {
 	var in struct {
 		Recipients recipientList `json:"recipients"`
 		Message    *string       `json:"message"`
 		SenderID   *string       `json:"sender_id"`
+		Reference  *string       `json:"reference"`
 	}
 	in.Recipients.plan = plan
 	if err := api.ParseJSON(body, &in); err != nil {
-		return sendInput{}, err
+		return SendInput{}, err
 	}
-	rl := &in.Recipients
+	out := SendInput{Reference: in.Reference, decoded: &in.Recipients}
+	if in.Message != nil {
+		out.Message = *in.Message
+	}
+	if in.SenderID != nil {
+		out.SenderID = *in.SenderID
+	}
+	return out, nil
+}
+
+// checkedSend is a SendInput that passed its checks.
+type checkedSend struct {
+	recipients []persistence.Recipient // valid, normalised, unique, in first-seen order
+	invalid    []badRecipient          // in the order given (a quote lists them; a send refuses them)
+	duplicates int                     // valid recipients given again (in any form) after their first
+	message    string
+	senderID   string
+	reference  *string
+}
+
+// check validates the input for a send, or for a quote. Every recipient is normalised to
+// E.164 and given its network; duplicates (after normalisation) count once. A send refuses
+// any invalid recipient, naming up to 100 of them; a quote lists them all, and takes no
+// recipients at all (a person types the message first). Both refuse a message over 918
+// characters and a reference that is not 1-64 printable ASCII characters.
+func (in SendInput) check(plan *carriers.Plan, quote bool) (checkedSend, error) {
+	rl := in.decoded
+	if rl == nil {
+		rl = &recipientList{plan: plan, present: true, seen: make(map[uint32]struct{}, min(len(in.Recipients), maxRecipients))}
+		for _, r := range in.Recipients {
+			rl.add([]byte(r))
+		}
+	}
 	var fe api.FieldErrors
 	switch {
+	case quote && rl.count <= maxRecipients:
 	case !rl.present:
 		fe.Add("recipients", "is required: an array of phone numbers")
 	case rl.count == 0:
@@ -48,44 +105,80 @@ func parseSend(body []byte, plan *carriers.Plan) (sendInput, error) {
 	case rl.count > maxRecipients:
 		fe.Add("recipients", fmt.Sprintf("must contain at most %d phone numbers (got %d)", maxRecipients, rl.count))
 	}
-	switch {
-	case in.Message == nil || *in.Message == "":
+	switch n := utf8.RuneCountInString(in.Message); {
+	case in.Message == "":
 		fe.Add("message", "is required")
-	case !utf8.ValidString(*in.Message):
+	case !utf8.ValidString(in.Message):
 		fe.Add("message", "must be valid UTF-8")
-	case utf8.RuneCountInString(*in.Message) > maxMessageRunes:
-		fe.Add("message", fmt.Sprintf("must be at most %d characters (6 SMS parts); got %d", maxMessageRunes, utf8.RuneCountInString(*in.Message)))
+	case strings.ContainsRune(in.Message, 0): // a JSON body's NUL is refused while decoding
+		fe.Add("message", "must not contain the NUL character (U+0000)")
+	case n > maxMessageRunes:
+		fe.Add("message", messageTooLong(n))
+	}
+	if !utf8.ValidString(in.SenderID) || strings.ContainsRune(in.SenderID, 0) {
+		fe.Add("sender_id", "is not an approved, active sender ID of this account")
+	}
+	if in.Reference != nil && !actors.ValidReference(*in.Reference) {
+		fe.Add("reference", fmt.Sprintf("must be 1 to %d printable ASCII characters (space to ~)", actors.MaxReferenceLen))
 	}
 	if len(fe) > 0 {
-		return sendInput{}, fe.Err()
+		return checkedSend{}, fe.Err()
 	}
-	if len(rl.bad) > 0 {
-		code := "validation_failed"
-		if rl.nInvalid == 0 {
-			code = "unsupported_network"
-		}
-		p := api.InvalidAs(code, rl.bad...)
-		p.Detail = fmt.Sprintf("%d of %d recipients cannot be sent to; nothing was sent or charged", rl.nInvalid+rl.nUnsupported, rl.count)
-		return sendInput{}, p
+	if !quote && len(rl.bad) > 0 {
+		return checkedSend{}, rl.refusal()
 	}
-	out := sendInput{message: *in.Message, recipients: rl.out}
-	if in.SenderID != nil {
-		out.senderID = *in.SenderID
-	}
-	return out, nil
+	return checkedSend{recipients: rl.out, invalid: rl.bad, duplicates: rl.dups, message: in.Message,
+		senderID: in.SenderID, reference: in.Reference}, nil
 }
 
-// recipientList decodes the recipients array straight into normalised, de-duplicated
-// recipients: a 10,000-number send is mostly this array, and going through []string would
-// allocate every number twice.
+// badRecipient is a recipient that cannot be sent to.
+type badRecipient struct {
+	index       int
+	value       string // as given
+	unsupported bool   // a Kenyan number on a network Tuma does not reach; else no Kenyan mobile number
+}
+
+func (b badRecipient) reason() string {
+	if b.unsupported {
+		return reasonUnsupported
+	}
+	return reasonInvalid
+}
+
+// recipientList parses recipients one by one into normalised, de-duplicated recipients and
+// the ones that cannot be sent to. It is the one parser of recipients, whether they come as
+// a JSON body's array (decoded straight from its bytes) or as strings.
 type recipientList struct {
-	plan                   *carriers.Plan
-	present                bool
-	count                  int
-	out                    []persistence.Recipient
-	seen                   map[uint32]struct{}
-	bad                    api.FieldErrors
-	nInvalid, nUnsupported int
+	plan    *carriers.Plan
+	present bool // given at all (a JSON body may leave it out)
+	count   int
+	out     []persistence.Recipient
+	seen    map[uint32]struct{}
+	bad     []badRecipient
+	dups    int
+}
+
+// refusal is a send's 422 for its bad recipients: validation_failed naming up to 100 of them,
+// or unsupported_network when every one is a Kenyan number on another network.
+func (rl *recipientList) refusal() error {
+	code := "validation_failed"
+	unsupported := 0
+	for _, b := range rl.bad {
+		if b.unsupported {
+			unsupported++
+		}
+	}
+	if unsupported == len(rl.bad) {
+		code = "unsupported_network"
+	}
+	listed := rl.bad[:min(len(rl.bad), maxRecipientErrors)]
+	fe := make(api.FieldErrors, 0, len(listed))
+	for _, b := range listed {
+		fe.Add(fmt.Sprintf("recipients[%d]", b.index), b.reason())
+	}
+	p := api.InvalidAs(code, fe...)
+	p.Detail = fmt.Sprintf("%d of %d recipients cannot be sent to; nothing was sent or charged", len(rl.bad), rl.count)
+	return p
 }
 
 // UnmarshalJSON receives the array's bytes, already checked to be valid JSON. Anything but an
@@ -173,19 +266,11 @@ func (rl *recipientList) add(raw []byte) {
 	}
 	nsn, network, err := rl.plan.Parse(raw)
 	if err != nil {
-		msg := "not a valid Kenyan mobile number"
-		if errors.Is(err, carriers.ErrUnsupportedNetwork) {
-			rl.nUnsupported++
-			msg = "is on a network Tuma does not reach (only Safaricom, Airtel and Telkom)"
-		} else {
-			rl.nInvalid++
-		}
-		if len(rl.bad) < maxRecipientErrors {
-			rl.bad.Add(fmt.Sprintf("recipients[%d]", idx), msg)
-		}
+		rl.bad = append(rl.bad, badRecipient{index: idx, value: string(raw), unsupported: errors.Is(err, carriers.ErrUnsupportedNetwork)})
 		return
 	}
 	if _, dup := rl.seen[nsn]; dup {
+		rl.dups++
 		return
 	}
 	rl.seen[nsn] = struct{}{}

@@ -12,6 +12,15 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/apitest"
 )
 
+// parseSend decodes and checks a send body as POST /sms/send does.
+func parseSend(body []byte, plan *carriers.Plan) (checkedSend, error) {
+	in, err := decodeSend(body, plan)
+	if err != nil {
+		return checkedSend{}, err
+	}
+	return in.check(plan, false)
+}
+
 func FuzzParseSend(f *testing.F) {
 	for _, s := range []string{
 		`{"recipients":["0712345678","+254712345678","254733123456"],"message":"Hello"}`,
