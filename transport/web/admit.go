@@ -23,6 +23,12 @@ const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 // a Page route, the person its session names, sent to sign in without one; for every
 // state-changing request, its CSRF token.
 func (s *Site) Admit(ctx context.Context, rc *fasthttp.RequestCtx, acc api.Access) (auth.Principal, error) {
+	return s.admit(ctx, rc, acc, false)
+}
+
+// admit is Admit; with streamed (an upload page) a form's token is left in its body, unread,
+// for the upload's first part (Parts), unless the X-CSRF-Token header carries it.
+func (s *Site) admit(ctx context.Context, rc *fasthttp.RequestCtx, acc api.Access, streamed bool) (auth.Principal, error) {
 	secureHeaders(rc)
 	if acc == api.PagePublic {
 		if changesState(rc) && !s.preSessionTokenOK(rc) {
@@ -47,8 +53,12 @@ func (s *Site) Admit(ctx context.Context, rc *fasthttp.RequestCtx, acc api.Acces
 	if err != nil {
 		return auth.Principal{}, err // a suspended account: 403
 	}
-	if changesState(rc) && !tokenMatches(submittedToken(rc), ws.CSRF) {
-		return auth.Principal{}, csrfRefused()
+	if changesState(rc) {
+		if streamed && len(rc.Request.Header.Peek("X-CSRF-Token")) == 0 {
+			rc.SetUserValue(tokenInBodyKey, true)
+		} else if !tokenMatches(submittedToken(rc), ws.CSRF) {
+			return auth.Principal{}, csrfRefused()
+		}
 	}
 	if err := s.touch(ctx, ws); err != nil {
 		return auth.Principal{}, err

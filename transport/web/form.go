@@ -173,7 +173,7 @@ type Field struct {
 	Name, ID, Label, Type, Value, Hint, Autocomplete string
 	Required                                         bool
 	Errors                                           []string
-	Attrs                                            map[string]string // inputmode, maxlength, pattern, minlength
+	Attrs                                            map[string]string // inputmode, maxlength, pattern, minlength, accept
 }
 
 // newField builds a Field from the template's call: {{template "field" (field .Form "email"
@@ -196,7 +196,7 @@ func newField(f *Form, name, label, typ string, opts ...string) (Field, error) {
 			if fd.Value == "" {
 				fd.Value = v
 			}
-		case "inputmode", "maxlength", "minlength", "pattern", "placeholder":
+		case "inputmode", "maxlength", "minlength", "pattern", "placeholder", "accept":
 			fd.Attrs[k] = v
 		default:
 			return Field{}, fmt.Errorf("field %s: unknown option %q", name, o)

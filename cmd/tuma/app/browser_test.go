@@ -49,7 +49,7 @@ func browser(t *testing.T) context.Context {
 }
 
 // TestCheckoutInBrowser pays a sandbox top-up the way a person does: the checkout page in a
-// real browser, the amount on it, a click on Pay, and back to the dashboard credited.
+// real browser, the amount on it, a click on Pay, and back to the dashboard's wallet credited.
 func TestCheckoutInBrowser(t *testing.T) {
 	n := startNode(t, nil)
 	a := n.register("browser@example.com")
@@ -95,11 +95,12 @@ func TestCheckoutInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !strings.HasPrefix(loc, n.base+"/app/?") || !strings.Contains(loc, "topup=success") || !strings.Contains(loc, "reference="+ref) {
-		t.Fatalf("landed on %q; want the dashboard with topup=success and the reference", loc)
+	// The return address (TUMA_DASHBOARD_URL, the overview) shows the payer the wallet.
+	if !strings.HasPrefix(loc, n.base+"/app/wallet?") || !strings.Contains(loc, "topup=success") || !strings.Contains(loc, "reference="+ref) {
+		t.Fatalf("landed on %q; want the dashboard's wallet with topup=success and the reference", loc)
 	}
 	n.assertCredited(a, ref, 1500)
 	b.waitText("Payment received: your wallet has been topped up.")
 	b.waitText("KES 1,500.00")
-	b.check("overview-topup")
+	b.check("wallet-topup")
 }

@@ -158,7 +158,14 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		Store: a.store, Passwords: passwords, Principals: principals, Limiter: limiter,
 		Engine: a.engine, Mail: mailer, Messages: messages, Now: a.now,
 	})
-	dashboard, err := a.dashboard(authn, acct, verify)
+	senderIDs := senders.New(senders.Options{SharedSender: cfg.SharedSenderID, SenderFees: cfg.SenderFees}, senders.Deps{
+		Log: log, Store: a.store, Documents: docs, Engine: a.engine, Checkouts: checkouts, Keys: keys, Lists: lists, Now: a.now,
+	})
+	money := wallet.New(wallet.Options{DashboardURL: cfg.DashboardURL, Provider: provider.Name(), Proxies: proxies}, wallet.Deps{
+		Log: log, Store: a.store, Engine: a.engine, Checkouts: checkouts, Confirmer: a.confirm,
+		Webhooks: payments.Schemes{payments.PaystackHMAC{Secret: []byte(cfg.PaymentSecretKey)}}, Keys: keys, Lists: lists,
+	})
+	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money})
 	if err != nil {
 		return nil, err
 	}
@@ -174,17 +181,12 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		sms.New(sms.Options{DeliveryRate: perPeriod(cfg.DeliveryChecksPerMinute, time.Minute)}, sms.Deps{
 			Store: a.store, Engine: a.engine, Keys: keys, Limiter: limiter, Lists: lists, Plan: plan,
 		}),
-		senders.New(senders.Options{SharedSender: cfg.SharedSenderID, SenderFees: cfg.SenderFees}, senders.Deps{
-			Log: log, Store: a.store, Documents: docs, Engine: a.engine, Checkouts: checkouts, Keys: keys, Lists: lists, Now: a.now,
-		}),
+		senderIDs,
 		contacts.New(contacts.Options{RequestTimeout: cfg.RequestTimeout, ImportWorkers: cfg.ImportWorkers}, contacts.Deps{
 			Log: log, Store: a.store, Lists: lists, Plan: plan,
 		}),
 		campaigns.New(campaigns.Deps{Store: a.store, Engine: a.engine, Keys: keys, Lists: lists, Plan: plan, Now: a.now}),
-		wallet.New(wallet.Options{DashboardURL: cfg.DashboardURL, Provider: provider.Name(), Proxies: proxies}, wallet.Deps{
-			Log: log, Store: a.store, Engine: a.engine, Checkouts: checkouts, Confirmer: a.confirm,
-			Webhooks: payments.Schemes{payments.PaystackHMAC{Secret: []byte(cfg.PaymentSecretKey)}}, Keys: keys, Lists: lists,
-		}),
+		money,
 		notifications.New(a.store),
 		admin.New(a.simControl()),
 		sandbox.New(sandbox.Options{On: sandboxOn, Secret: cfg.PaymentSecretKey, PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},

@@ -6,14 +6,18 @@ import (
 	"strings"
 
 	"github.com/tuma-sms/tuma/transport/api"
+	"github.com/tuma-sms/tuma/transport/api/senders"
+	"github.com/tuma-sms/tuma/transport/api/wallet"
 	"github.com/tuma-sms/tuma/transport/web"
 	"github.com/tuma-sms/tuma/transport/web/notifications"
 	"github.com/tuma-sms/tuma/transport/web/overview"
+	sendersweb "github.com/tuma-sms/tuma/transport/web/senders"
+	walletweb "github.com/tuma-sms/tuma/transport/web/wallet"
 )
 
 // dashboard builds the web app: the plumbing (sessions, CSRF, layout, assets) and every page
 // group, with the account operations the JSON API runs too.
-func (a *App) dashboard(authn web.Authenticator, acct web.Accounts, verify web.Verification) (api.Group, error) {
+func (a *App) dashboard(authn web.Authenticator, acct web.Accounts, verify web.Verification, ops pageOps) (api.Group, error) {
 	site, err := web.New(web.Options{
 		Secure:  strings.HasPrefix(a.cfg.PublicURL, "https://"),
 		MaxAge:  a.cfg.SessionMaxAge,
@@ -22,21 +26,35 @@ func (a *App) dashboard(authn web.Authenticator, acct web.Accounts, verify web.V
 	if err != nil {
 		return nil, err
 	}
-	groups, err := a.pageGroups(site, acct, verify)
+	groups, err := a.pageGroups(site, acct, verify, ops)
 	if err != nil {
 		return nil, err
 	}
 	return site.Mount(groups...), nil
 }
 
+// pageOps are the JSON API's groups whose operations pages run too.
+type pageOps struct {
+	senders *senders.Handler
+	wallet  *wallet.Handler
+}
+
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
 // group is one line here. site.Coming stands in for a page not built yet.
-func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verification) ([]web.Group, error) {
+func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verification, ops pageOps) ([]web.Group, error) {
 	home, err := overview.New(site, a.store, a.now)
 	if err != nil {
 		return nil, err
 	}
 	inbox, err := notifications.New(site, a.store)
+	if err != nil {
+		return nil, err
+	}
+	senderIDs, err := sendersweb.New(site, ops.senders, a.store)
+	if err != nil {
+		return nil, err
+	}
+	money, err := walletweb.New(site, ops.wallet, a.store)
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +65,8 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 		site.Coming("/app/messages", "Messages"),
 		site.Coming("/app/campaigns", "Campaigns"),
 		site.Coming("/app/contacts", "Contacts"),
-		site.Coming("/app/senders", "Sender IDs"),
-		site.Coming("/app/wallet", "Wallet"),
+		senderIDs,
+		money,
 		site.Coming("/app/developers", "Developers"),
 		inbox,
 	}, nil

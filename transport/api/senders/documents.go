@@ -10,7 +10,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"github.com/valyala/fasthttp"
 
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/documents"
@@ -19,8 +18,8 @@ import (
 
 const (
 	maxDocumentBytes = 5 << 20 // each file
-	// maxDocumentsBody bounds a round's whole body: four files and the multipart framing.
-	maxDocumentsBody = 4*maxDocumentBytes + 64<<10
+	// MaxDocumentsBody bounds a round's whole body: four files and the multipart framing.
+	MaxDocumentsBody = 4*maxDocumentBytes + 64<<10
 )
 
 // documentType names a file's type from its first bytes: PDF, PNG or JPEG, else "".
@@ -36,10 +35,10 @@ func documentType(head []byte) string {
 	return ""
 }
 
-// receiveDocuments streams the four files of an application round to storage. Each must be a
+// receiveDocuments streams the four files of an application round from parts to storage. Each must be a
 // PDF, PNG or JPEG by content and at most 5 MB; a missing, repeated, empty or bad file is a
 // 422 naming it, and whatever was stored for the request is deleted again.
-func (h *Handler) receiveDocuments(ctx context.Context, rc *fasthttp.RequestCtx, account, sender uuid.UUID, round int) (docs []persistence.SenderDocument, err error) {
+func (h *Handler) receiveDocuments(ctx context.Context, parts Parts, account, sender uuid.UUID, round int) (docs []persistence.SenderDocument, err error) {
 	defer func() {
 		if err != nil {
 			h.forgetDocuments(docs)
@@ -51,7 +50,7 @@ func (h *Handler) receiveDocuments(ctx context.Context, rc *fasthttp.RequestCtx,
 		kinds[string(k)] = true
 	}
 	seen := map[string]bool{}
-	err = api.EachPart(rc, maxDocumentsBody, func(p api.FormPart) error {
+	err = parts(func(p api.FormPart) error {
 		if !kinds[p.Name] {
 			return nil // another field: skipped
 		}

@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
 	"github.com/tuma-sms/tuma/transport/api"
-
 	"github.com/tuma-sms/tuma/transport/pdf"
 )
 
@@ -95,13 +95,23 @@ func requestLetter(company, shared string, today time.Time) (string, []pdf.Line)
 // company name filled in when the caller is signed in.
 func (h *Handler) letter(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	kind, _ := rc.UserValue("kind").(string)
+	account := uuid.Nil
+	if p := api.Principal(rc); p.Source != "" { // signed in
+		account = p.AccountID
+	}
+	return h.WriteLetter(ctx, rc, kind, account)
+}
+
+// WriteLetter answers with a letter's template (kind auth-letter or request-letter) as a PDF
+// download, the account's company name filled in (uuid.Nil: the blank template).
+func (h *Handler) WriteLetter(ctx context.Context, rc *fasthttp.RequestCtx, kind string, account uuid.UUID) error {
 	tmpl, ok := letterTemplates()[kind]
 	if !ok {
 		return api.NotFound("no such template: auth-letter or request-letter")
 	}
 	company := ""
-	if p := api.Principal(rc); p.Source != "" { // signed in
-		a, err := h.store.AccountByID(ctx, p.AccountID)
+	if account != uuid.Nil {
+		a, err := h.store.AccountByID(ctx, account)
 		if err != nil {
 			return err
 		}

@@ -96,13 +96,35 @@ func New(opts Options, d Deps) *Handler {
 		keys: d.Keys, lists: d.Lists, now: d.Now}
 }
 
+// SharedSender is the shared sender ID's name: an account's messages go under it until one
+// of its own is its default.
+func (h *Handler) SharedSender() string { return h.opts.SharedSender }
+
+// Fee is a network's registration fee.
+type Fee struct {
+	Network string // safaricom | airtel | telkom | all
+	Cents   int64
+}
+
+// Fees are the registration fees of the networks one may apply on, in the order forms list
+// them.
+func (h *Handler) Fees() []Fee {
+	var out []Fee
+	for _, n := range []string{"safaricom", "airtel", "telkom", "all"} {
+		if c, ok := h.opts.SenderFees[n]; ok {
+			out = append(out, Fee{Network: n, Cents: c})
+		}
+	}
+	return out
+}
+
 // Register adds the routes.
 func (h *Handler) Register(r *api.Router) {
 	r.Handle("GET", "/senders", api.Account, h.listSenders)
 	r.Handle("POST", "/senders", api.Account, h.createSender)
-	r.Upload("POST", "/senders/{id}/documents", api.Account, maxDocumentsBody, h.submitDocuments(false))
+	r.Upload("POST", "/senders/{id}/documents", api.Account, MaxDocumentsBody, h.submitDocuments(false))
 	r.Handle("POST", "/senders/{id}/pay", api.Account, h.paySenderFee)
-	r.Upload("POST", "/senders/{id}/re-apply", api.Account, maxDocumentsBody, h.submitDocuments(true))
+	r.Upload("POST", "/senders/{id}/re-apply", api.Account, MaxDocumentsBody, h.submitDocuments(true))
 	r.Handle("PATCH", "/senders/{id}/set-default", api.Account, h.setDefaultSender)
 	r.Handle("DELETE", "/senders/{id}", api.Account, h.cancelSender)
 	// Public, and filled in with the company's name for a signed-in caller.
@@ -155,15 +177,17 @@ func (h *Handler) listSenders(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	}{h.opts.SharedSender, out})
 }
 
-func (h *Handler) createSender(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	var in struct {
-		Name    *string `json:"name"`
-		Purpose *string `json:"purpose"`
-		Network *string `json:"network"`
-	}
-	if err := api.DecodeJSON(rc, &in); err != nil {
-		return err
-	}
+// Application is a request for a sender ID, as POST /senders reads it.
+type Application struct {
+	Name    *string `json:"name"`
+	Purpose *string `json:"purpose"`
+	Network *string `json:"network"`
+}
+
+// Apply records an account's application for a sender ID: the name normalised, status
+// applied, the network's registration fee. Field errors are a 422; the same name and
+// network applied for already is persistence.ErrSenderExists.
+func (h *Handler) Apply(ctx context.Context, accountID uuid.UUID, in Application) (persistence.SenderID, error) {
 	var fe api.FieldErrors
 	name := ""
 	switch {
@@ -191,10 +215,18 @@ func (h *Handler) createSender(ctx context.Context, rc *fasthttp.RequestCtx) err
 		network = *in.Network
 	}
 	if err := fe.Err(); err != nil {
+		return persistence.SenderID{}, err
+	}
+	return h.store.CreateSenderID(ctx, persistence.NewSenderID{AccountID: accountID, Name: name,
+		Network: network, Purpose: purpose, FeeCents: h.opts.SenderFees[network]})
+}
+
+func (h *Handler) createSender(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	var in Application
+	if err := api.DecodeJSON(rc, &in); err != nil {
 		return err
 	}
-	snd, err := h.store.CreateSenderID(ctx, persistence.NewSenderID{AccountID: api.Principal(rc).AccountID, Name: name,
-		Network: network, Purpose: purpose, FeeCents: h.opts.SenderFees[network]})
+	snd, err := h.Apply(ctx, api.Principal(rc).AccountID, in)
 	if err != nil {
 		return err
 	}
@@ -225,46 +257,53 @@ func normaliseSenderName(raw string) (name, msg string) {
 	return b.String(), ""
 }
 
-// senderFor reads the {id} of a sender path that must be the caller's.
-func (h *Handler) senderFor(ctx context.Context, rc *fasthttp.RequestCtx) (uuid.UUID, persistence.SenderID, error) {
-	id, err := api.PathID(rc, "id")
-	if err != nil {
-		return uuid.Nil, persistence.SenderID{}, err
-	}
-	snd, err := h.store.SenderIDByID(ctx, api.Principal(rc).AccountID, id)
-	return id, snd, err
-}
+// Parts reads a multipart body's parts in order, calling each for every one (api.EachPart,
+// or a dashboard page's upload).
+type Parts = func(each func(p api.FormPart) error) error
 
 // documents is POST /senders/{id}/documents; reapply is POST /senders/{id}/re-apply.
 func (h *Handler) submitDocuments(reapply bool) api.Handler {
-	event := persistence.EventSubmitDocuments
-	if reapply {
-		event = persistence.EventReapply
-	}
 	return func(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		acct := api.Principal(rc).AccountID
 		id, err := api.PathID(rc, "id")
 		if err != nil {
 			return err
 		}
-		// Refuse before reading a byte of the files when the state does not allow them.
-		snd, err := h.store.CheckSenderEvent(ctx, acct, id, event)
+		snd, err := h.SubmitDocuments(ctx, acct, id, reapply, func(each func(p api.FormPart) error) error {
+			return api.EachPart(rc, MaxDocumentsBody, each)
+		})
 		if err != nil {
-			return err
-		}
-		docs, err := h.receiveDocuments(ctx, rc, acct, id, snd.DocumentsRound+1)
-		if err != nil {
-			return err
-		}
-		snd, err = h.store.SubmitSenderDocuments(ctx, acct, id, reapply, docs)
-		if err != nil {
-			if !errors.Is(err, context.DeadlineExceeded) { // an unknown outcome keeps its files
-				h.forgetDocuments(docs)
-			}
 			return err
 		}
 		return api.WriteJSON(rc, http.StatusOK, newSenderJSON(snd))
 	}
+}
+
+// SubmitDocuments stores an application's four documents, read from parts (at most
+// MaxDocumentsBody bytes), and moves it on: applied → documents_submitted, or, with reapply,
+// rejected → documents_submitted. A state that does not allow it is refused before a byte of
+// the files is read; a missing or bad file is a 422 naming it.
+func (h *Handler) SubmitDocuments(ctx context.Context, accountID, id uuid.UUID, reapply bool, parts Parts) (persistence.SenderID, error) {
+	event := persistence.EventSubmitDocuments
+	if reapply {
+		event = persistence.EventReapply
+	}
+	snd, err := h.store.CheckSenderEvent(ctx, accountID, id, event)
+	if err != nil {
+		return persistence.SenderID{}, err
+	}
+	docs, err := h.receiveDocuments(ctx, parts, accountID, id, snd.DocumentsRound+1)
+	if err != nil {
+		return persistence.SenderID{}, err
+	}
+	snd, err = h.store.SubmitSenderDocuments(ctx, accountID, id, reapply, docs)
+	if err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) { // an unknown outcome keeps its files
+			h.forgetDocuments(docs)
+		}
+		return persistence.SenderID{}, err
+	}
+	return snd, nil
 }
 
 func (h *Handler) forgetDocuments(docs []persistence.SenderDocument) {
@@ -279,70 +318,92 @@ func (h *Handler) forgetDocuments(docs []persistence.SenderDocument) {
 const feeMessage = "Send the payer to authorization_url; the fee is recorded once the payment is confirmed."
 
 func (h *Handler) paySenderFee(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	p := api.Principal(rc)
 	id, err := api.PathID(rc, "id")
 	if err != nil {
 		return err
 	}
-	snd, err := h.store.CheckSenderEvent(ctx, p.AccountID, id, persistence.EventPay)
+	body, err := h.PayFee(ctx, rc, api.Principal(rc).AccountID, id)
 	if err != nil {
 		return err
+	}
+	api.WriteJSONBody(rc, http.StatusOK, body)
+	return nil
+}
+
+// PayFee opens the checkout of an application's registration fee and returns the answer of
+// POST /senders/{id}/pay ({authorization_url, access_code, reference, message}). A checkout
+// already open for the fee is given again; a request with an Idempotency-Key header opens at
+// most one (a replay is answered as the first time, on rc as well).
+func (h *Handler) PayFee(ctx context.Context, rc *fasthttp.RequestCtx, accountID, id uuid.UUID) ([]byte, error) {
+	snd, err := h.store.CheckSenderEvent(ctx, accountID, id, persistence.EventPay)
+	if err != nil {
+		return nil, err
 	}
 	// A checkout already open for this fee is given again rather than a second one: the payer
 	// can never pay the same fee twice through two tabs.
-	if open, err := h.store.PendingSenderFee(ctx, p.AccountID, id); err != nil {
-		return err
+	if open, err := h.store.PendingSenderFee(ctx, accountID, id); err != nil {
+		return nil, err
 	} else if open != nil && open.AuthorizationURL != nil && open.AccessCode != nil {
-		body, err := h.checkouts.Reopen(*open, feeMessage)
-		if err != nil {
-			return err
-		}
-		api.WriteJSONBody(rc, http.StatusOK, body)
-		return nil
+		return h.checkouts.Reopen(*open, feeMessage)
 	}
-	return h.keys.Run(ctx, rc, api.Op{Scope: p.AccountID, Namespace: "sender-fee:" + id.String() + ":"},
+	var body []byte
+	err = h.keys.Run(ctx, rc, api.Op{Scope: accountID, Namespace: "sender-fee:" + id.String() + ":"},
 		func(key *persistence.IdempotencyKey) error {
-			body, err := h.checkouts.Start(ctx, key, persistence.NewPayment{AccountID: p.AccountID,
+			var err error
+			body, err = h.checkouts.Start(ctx, key, persistence.NewPayment{AccountID: accountID,
 				Purpose: persistence.PurposeSenderFee, SenderID: &id, AmountCents: snd.FeeCents}, feeMessage)
-			if err != nil {
-				return err
-			}
-			api.WriteJSONBody(rc, http.StatusOK, body)
-			return nil
+			return err
 		})
+	if err == nil && body == nil { // a replay: Run answered with the first checkout's body
+		body = append([]byte(nil), rc.Response.Body()...)
+	}
+	return body, err
 }
 
 func (h *Handler) setDefaultSender(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	acct := api.Principal(rc).AccountID
 	id, err := api.PathID(rc, "id")
 	if err != nil {
 		return err
 	}
-	snd, err := h.store.SetDefaultSender(ctx, acct, id)
+	snd, err := h.SetDefault(ctx, api.Principal(rc).AccountID, id)
 	if err != nil {
-		return err
-	}
-	// The very next send must be priced and sent with the new default.
-	if err := h.engine.AccountChanged(ctx, acct); err != nil {
 		return err
 	}
 	return api.WriteJSON(rc, http.StatusOK, newSenderJSON(snd))
 }
 
+// SetDefault makes an approved, active sender ID the account's default, for the very next
+// send.
+func (h *Handler) SetDefault(ctx context.Context, accountID, id uuid.UUID) (persistence.SenderID, error) {
+	snd, err := h.store.SetDefaultSender(ctx, accountID, id)
+	if err != nil {
+		return persistence.SenderID{}, err
+	}
+	// The very next send must be priced and sent with the new default.
+	if err := h.engine.AccountChanged(ctx, accountID); err != nil {
+		return persistence.SenderID{}, err
+	}
+	return snd, nil
+}
+
 func (h *Handler) cancelSender(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	acct := api.Principal(rc).AccountID
 	id, err := api.PathID(rc, "id")
 	if err != nil {
 		return err
 	}
-	if err := h.store.CancelSenderID(ctx, acct, id); err != nil {
-		return err
-	}
-	if err := h.engine.AccountChanged(ctx, acct); err != nil { // it may have been the default
+	if err := h.Cancel(ctx, api.Principal(rc).AccountID, id); err != nil {
 		return err
 	}
 	rc.SetStatusCode(http.StatusNoContent)
 	return nil
+}
+
+// Cancel withdraws an application (not an approved, active one).
+func (h *Handler) Cancel(ctx context.Context, accountID, id uuid.UUID) error {
+	if err := h.store.CancelSenderID(ctx, accountID, id); err != nil {
+		return err
+	}
+	return h.engine.AccountChanged(ctx, accountID) // it may have been the default
 }
 
 // The operators' review.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -115,31 +116,54 @@ func (h *Handler) topup(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err := api.CheckJSON(rc); err != nil {
 		return err
 	}
-	p := api.Principal(rc)
-	return h.keys.Run(ctx, rc, api.Op{Scope: p.AccountID}, func(key *persistence.IdempotencyKey) error {
-		cents, email, err := parseTopup(rc.PostBody())
-		if err != nil {
-			return err
-		}
-		body, err := h.checkouts.Start(ctx, key, persistence.NewPayment{AccountID: p.AccountID, Purpose: persistence.PurposeTopup,
-			AmountCents: cents, Email: email}, "Send the payer to authorization_url; the wallet is credited once the payment is confirmed.")
-		if err != nil {
-			return err
-		}
-		api.WriteJSONBody(rc, http.StatusOK, body)
-		return nil
+	body, err := h.Topup(ctx, rc, api.Principal(rc).AccountID, func() (TopupRequest, error) {
+		var in TopupRequest
+		return in, api.ParseJSON(rc.PostBody(), &in)
 	})
+	if err != nil {
+		return err
+	}
+	api.WriteJSONBody(rc, http.StatusOK, body)
+	return nil
 }
 
-// parseTopup reads {"amount_kes": 500, "email": "…"}; email may be left out (the account's).
-func parseTopup(body []byte) (cents int64, email string, err error) {
-	var in struct {
-		AmountKES json.RawMessage `json:"amount_kes"`
-		Email     *string         `json:"email"`
+// TopupRequest is a top-up as POST /wallet/topup reads it: amount_kes a JSON number of
+// shillings (at most two decimals), and the payer's email, the account's when left out.
+type TopupRequest struct {
+	AmountKES json.RawMessage `json:"amount_kes"`
+	Email     *string         `json:"email"`
+}
+
+// topupMessage says what the answer of a top-up's checkout is for.
+const topupMessage = "Send the payer to authorization_url; the wallet is credited once the payment is confirmed."
+
+// Topup opens the checkout of a top-up and returns the answer of POST /wallet/topup
+// ({authorization_url, access_code, reference, message}). It runs once per Idempotency-Key
+// header: read gives the request once the key is claimed, and a replay is answered as the
+// first time (on rc as well) without reading or opening anything.
+func (h *Handler) Topup(ctx context.Context, rc *fasthttp.RequestCtx, accountID uuid.UUID, read func() (TopupRequest, error)) ([]byte, error) {
+	var body []byte
+	err := h.keys.Run(ctx, rc, api.Op{Scope: accountID}, func(key *persistence.IdempotencyKey) error {
+		in, err := read()
+		if err != nil {
+			return err
+		}
+		cents, email, err := in.validate()
+		if err != nil {
+			return err
+		}
+		body, err = h.checkouts.Start(ctx, key, persistence.NewPayment{AccountID: accountID, Purpose: persistence.PurposeTopup,
+			AmountCents: cents, Email: email}, topupMessage)
+		return err
+	})
+	if err == nil && body == nil { // a replay: Run answered with the first checkout's body
+		body = append([]byte(nil), rc.Response.Body()...)
 	}
-	if err := api.ParseJSON(body, &in); err != nil {
-		return 0, "", err
-	}
+	return body, err
+}
+
+// validate checks a top-up: the amount within the limits, the email (when given) valid.
+func (in TopupRequest) validate() (cents int64, email string, err error) {
 	var fe api.FieldErrors
 	if len(in.AmountKES) == 0 || string(in.AmountKES) == "null" {
 		fe.Add("amount_kes", "is required")
@@ -155,4 +179,17 @@ func parseTopup(body []byte) (cents int64, email string, err error) {
 		}
 	}
 	return cents, email, fe.Err()
+}
+
+// ReadCheckout reads the answer of a checkout (Checkouts.Start or Reopen): where it sends
+// the payer, and the payment's reference.
+func ReadCheckout(body []byte) (authorizationURL, reference string, err error) {
+	var co checkoutJSON
+	if err := json.Unmarshal(body, &co); err != nil {
+		return "", "", fmt.Errorf("read a checkout: %w", err)
+	}
+	if co.AuthorizationURL == "" || co.Reference == "" {
+		return "", "", errors.New("read a checkout: no authorization_url or reference")
+	}
+	return co.AuthorizationURL, co.Reference, nil
 }

@@ -171,5 +171,5 @@ func (h *Handler) setPricing(ctx context.Context, rc *fasthttp.RequestCtx) error
 	if err != nil {
 		return err
 	}
-	return api.WriteJSON(rc, http.StatusOK, newPricingJSON(w))
+	return api.WriteJSON(rc, http.StatusOK, PricingOf(w))
 }

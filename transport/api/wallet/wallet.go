@@ -117,59 +117,73 @@ type transactionJSON struct {
 }
 
 func (h *Handler) transactions(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	q := api.NewQuery(rc)
-	acct := api.Principal(rc).AccountID
-	txType := api.Enum(q, "type", persistence.TransactionTypes()...)
-	l := h.lists.Of(api.TransactionList, acct, "type="+string(txType))
-	page := q.Page(l)
-	if err := q.Err(); err != nil {
-		return err
-	}
-	txs, total, err := h.store.ListTransactions(ctx, acct, txType, page)
+	e, err := h.Transactions(ctx, rc, api.Principal(rc).AccountID)
 	if err != nil {
 		return err
 	}
-	out := make([]transactionJSON, len(txs))
-	for i, t := range txs {
+	out := make([]transactionJSON, len(e.Data))
+	for i, t := range e.Data {
 		out[i] = transactionJSON{ID: t.ID, Type: t.Type, AmountKES: api.KES(t.AmountCents), SMSCount: t.SMSCount,
 			Reference: t.Reference, Description: t.Description, CreatedAt: api.Timestamp(t.CreatedAt)}
 	}
-	return api.WriteJSON(rc, http.StatusOK, api.NewEnvelope(out, total, page, l, func(t transactionJSON) uuid.UUID { return t.ID }))
+	return api.WriteJSON(rc, http.StatusOK, api.Envelope[transactionJSON]{Data: out, Total: e.Total, Page: e.Page,
+		PageSize: e.PageSize, Pages: e.Pages, NextCursor: e.NextCursor})
 }
 
-type tierJSON struct {
+// Transactions is a page of the account's ledger, newest first, as GET /wallet/transactions
+// reads it from the request's query: type, and page and page_size or cursor. A malformed
+// parameter is a 400, one out of range a 422.
+func (h *Handler) Transactions(ctx context.Context, rc *fasthttp.RequestCtx, accountID uuid.UUID) (api.Envelope[persistence.Transaction], error) {
+	q := api.NewQuery(rc)
+	txType := api.Enum(q, "type", persistence.TransactionTypes()...)
+	l := h.lists.Of(api.TransactionList, accountID, "type="+string(txType))
+	page := q.Page(l)
+	if err := q.Err(); err != nil {
+		return api.Envelope[persistence.Transaction]{}, err
+	}
+	txs, total, err := h.store.ListTransactions(ctx, accountID, txType, page)
+	if err != nil {
+		return api.Envelope[persistence.Transaction]{}, err
+	}
+	return api.NewEnvelope(txs, total, page, l, func(t persistence.Transaction) uuid.UUID { return t.ID }), nil
+}
+
+// Tier is one tier of the volume ladder.
+type Tier struct {
 	Name        string  `json:"name"`
 	MinSMS      int64   `json:"min_sms"`
 	MaxSMS      *int64  `json:"max_sms"`
 	PricePerSMS api.KES `json:"price_per_sms"`
 }
 
-type nextTierJSON struct {
+// NextTier is the tier an account reaches next.
+type NextTier struct {
 	Name        string  `json:"name"`
 	MinSMS      int64   `json:"min_sms"`
 	PricePerSMS api.KES `json:"price_per_sms"`
 }
 
-type pricingJSON struct {
-	IsInternal    bool          `json:"is_internal"`
-	PricePerSMS   api.KES       `json:"price_per_sms"`
-	TierName      string        `json:"tier_name"`
-	IsOverride    bool          `json:"is_override"`
-	LifetimeSMS   int64         `json:"lifetime_sms"`
-	NextTier      *nextTierJSON `json:"next_tier"`
-	SMSToNextTier int64         `json:"sms_to_next_tier"`
-	AllTiers      []tierJSON    `json:"all_tiers"`
+// Pricing is an account's pricing, as GET /wallet/pricing answers it.
+type Pricing struct {
+	IsInternal    bool      `json:"is_internal"`
+	PricePerSMS   api.KES   `json:"price_per_sms"`
+	TierName      string    `json:"tier_name"`
+	IsOverride    bool      `json:"is_override"`
+	LifetimeSMS   int64     `json:"lifetime_sms"`
+	NextTier      *NextTier `json:"next_tier"`
+	SMSToNextTier int64     `json:"sms_to_next_tier"`
+	AllTiers      []Tier    `json:"all_tiers"`
 }
 
-// newPricingJSON describes an account's pricing. The next tier is always the next one of the
+// PricingOf describes an account's pricing. The next tier is always the next one of the
 // volume ladder, even under an operator override, so customers see their progress.
-func newPricingJSON(w persistence.Wallet) pricingJSON {
+func PricingOf(w persistence.Wallet) Pricing {
 	p := actors.PricingFor(w.LifetimeSMS, w.PricingTier, w.Internal)
-	out := pricingJSON{IsInternal: w.Internal, PricePerSMS: api.KES(p.PriceCents), TierName: p.Tier.Name,
+	out := Pricing{IsInternal: w.Internal, PricePerSMS: api.KES(p.PriceCents), TierName: p.Tier.Name,
 		IsOverride: p.Override, LifetimeSMS: w.LifetimeSMS}
 	tiers := actors.Tiers()
 	for _, t := range tiers {
-		tj := tierJSON{Name: t.Name, MinSMS: t.MinSMS, PricePerSMS: api.KES(t.PriceCents)}
+		tj := Tier{Name: t.Name, MinSMS: t.MinSMS, PricePerSMS: api.KES(t.PriceCents)}
 		if t.MaxSMS >= 0 {
 			m := t.MaxSMS
 			tj.MaxSMS = &m
@@ -178,7 +192,7 @@ func newPricingJSON(w persistence.Wallet) pricingJSON {
 	}
 	if i := actors.TierIndex(w.LifetimeSMS) + 1; i < len(tiers) {
 		n := tiers[i]
-		out.NextTier = &nextTierJSON{Name: n.Name, MinSMS: n.MinSMS, PricePerSMS: api.KES(n.PriceCents)}
+		out.NextTier = &NextTier{Name: n.Name, MinSMS: n.MinSMS, PricePerSMS: api.KES(n.PriceCents)}
 		out.SMSToNextTier = n.MinSMS - w.LifetimeSMS
 	}
 	return out
@@ -189,5 +203,5 @@ func (h *Handler) pricing(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	return api.WriteJSON(rc, http.StatusOK, newPricingJSON(w))
+	return api.WriteJSON(rc, http.StatusOK, PricingOf(w))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/api"
 	"github.com/tuma-sms/tuma/transport/web"
 )
 
@@ -104,6 +105,10 @@ type networkRate struct {
 }
 
 func (p *Page) overview(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	// A payer back from a checkout (TUMA_DASHBOARD_URL?topup=…) is shown the wallet.
+	if q := rc.QueryArgs(); len(q.Peek("topup")) > 0 {
+		return api.SeeOther(rc, "/app/wallet?"+string(q.QueryString()))
+	}
 	id := web.AccountID(rc)
 	now := p.now().UTC()
 	d := data{MonthName: now.Format("January")}

@@ -1,0 +1,67 @@
+// Handing a payer to the payment provider's checkout.
+
+package wallet
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/api"
+	walletapi "github.com/tuma-sms/tuma/transport/api/wallet"
+	"github.com/tuma-sms/tuma/transport/payments"
+	"github.com/tuma-sms/tuma/transport/web"
+)
+
+// ToCheckout answers a form that opened a checkout (a top-up, a sender ID's fee) by sending
+// the browser to it; body is the operation's answer. Browsers hold the redirect after a form
+// to the page's form-action ('self'), so a checkout on another site (a real provider's, not
+// the sandbox's) is reached through a page of ours that links to it.
+func ToCheckout(rc *fasthttp.RequestCtx, body []byte) error {
+	target, ref, err := walletapi.ReadCheckout(body)
+	if err != nil {
+		return err
+	}
+	rc.Response.Header.Del("Idempotent-Replayed") // the API's word on a repeated request
+	if u, err := url.Parse(target); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host == string(rc.Host()) {
+		return api.SeeOther(rc, target)
+	}
+	return api.SeeOther(rc, "/app/wallet/checkout/"+url.PathEscape(ref))
+}
+
+// checkoutData is what the checkout page shows.
+type checkoutData struct {
+	Payment persistence.Payment
+	URL     string
+	Fee     bool
+	Back    string
+}
+
+// checkout is the page between a form and a checkout on another site: what is paid, and the
+// link to pay it. A payment that is closed sends the payer back where it was opened.
+func (p *Page) checkout(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	ref, _ := rc.UserValue("reference").(string)
+	if !payments.ValidReference(ref) {
+		return api.NotFound("no such payment")
+	}
+	pay, err := p.store.PaymentByReference(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if pay.AccountID != web.AccountID(rc) {
+		return api.NotFound("no such payment")
+	}
+	d := checkoutData{Payment: pay, Back: "/app/wallet"}
+	if pay.Purpose == persistence.PurposeSenderFee && pay.SenderID != nil {
+		d.Fee, d.Back = true, "/app/senders/"+pay.SenderID.String()
+	}
+	if pay.Status != persistence.PaymentPending || pay.AuthorizationURL == nil {
+		p.site.Flash(rc, "info", "That payment is no longer open. Start a new one if you still want to pay.")
+		return api.SeeOther(rc, d.Back)
+	}
+	d.URL = *pay.AuthorizationURL
+	return p.views.Render(ctx, rc, http.StatusOK, "checkout", &web.Page{Title: "Continue to payment", Nav: "/app/wallet", Data: d})
+}
