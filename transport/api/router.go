@@ -93,5 +93,12 @@ func (r *Router) Upload(method, path string, acc Access, limit int, h Handler) {
 	r.Handle(method, path, acc, h)
 }
 
+// UploadPage registers a dashboard page (as HandlePage does) whose body (multipart, at most
+// limit bytes) the handler reads as a stream with EachPart.
+func (r *Router) UploadPage(method, path string, acc Access, pages Pages, limit int, h Handler) {
+	r.s.uploads = append(r.s.uploads, uploadRoute{method: method, path: path, limit: limit})
+	r.HandlePage(method, path, acc, pages, h)
+}
+
 // noRoute is the 404 of a path that matches no route.
 func noRoute() error { return NotFound("no route matches this path") }

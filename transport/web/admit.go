@@ -23,6 +23,12 @@ const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 // a Page route, the person its session names, sent to sign in without one; for every
 // state-changing request, its CSRF token.
 func (s *Site) Admit(ctx context.Context, rc *fasthttp.RequestCtx, acc api.Access) (auth.Principal, error) {
+	return s.admit(ctx, rc, acc, false)
+}
+
+// admit is Admit; for an upload (streamed) page, a token not in the header is left for the
+// body's first part (see Router.Upload), as reading the form here would read the upload.
+func (s *Site) admit(ctx context.Context, rc *fasthttp.RequestCtx, acc api.Access, upload bool) (auth.Principal, error) {
 	secureHeaders(rc)
 	if acc == api.PagePublic {
 		if changesState(rc) && !s.preSessionTokenOK(rc) {
@@ -47,7 +53,11 @@ func (s *Site) Admit(ctx context.Context, rc *fasthttp.RequestCtx, acc api.Acces
 	if err != nil {
 		return auth.Principal{}, err // a suspended account: 403
 	}
-	if changesState(rc) && !tokenMatches(submittedToken(rc), ws.CSRF) {
+	switch {
+	case !changesState(rc):
+	case upload && len(rc.Request.Header.Peek("X-CSRF-Token")) == 0:
+		rc.SetUserValue(csrfInBodyKey, true)
+	case !tokenMatches(submittedToken(rc), ws.CSRF):
 		return auth.Principal{}, csrfRefused()
 	}
 	if err := s.touch(ctx, ws); err != nil {
