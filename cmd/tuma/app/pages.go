@@ -5,8 +5,11 @@ package app
 import (
 	"strings"
 
+	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/transport/api"
+	"github.com/tuma-sms/tuma/transport/api/contacts"
 	"github.com/tuma-sms/tuma/transport/web"
+	contactpages "github.com/tuma-sms/tuma/transport/web/contacts"
 	"github.com/tuma-sms/tuma/transport/web/notifications"
 	"github.com/tuma-sms/tuma/transport/web/overview"
 )
@@ -40,13 +43,18 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	addressBook, err := contactpages.New(site, contacts.New(contacts.Options{RequestTimeout: a.cfg.RequestTimeout, ImportWorkers: a.cfg.ImportWorkers},
+		contacts.Deps{Log: a.log, Store: a.store, Lists: api.NewLists(derive(a.cfg.JWTSecret, "list cursors")), Plan: carriers.DefaultPlan()}), a.store)
+	if err != nil {
+		return nil, err
+	}
 	return []web.Group{
 		web.NewAuthPages(site, acct, verify),
 		home,
 		site.Coming("/app/send", "Send"),
 		site.Coming("/app/messages", "Messages"),
 		site.Coming("/app/campaigns", "Campaigns"),
-		site.Coming("/app/contacts", "Contacts"),
+		addressBook,
 		site.Coming("/app/senders", "Sender IDs"),
 		site.Coming("/app/wallet", "Wallet"),
 		site.Coming("/app/developers", "Developers"),
