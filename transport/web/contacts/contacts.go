@@ -64,7 +64,7 @@ func (p *Pages) RegisterPages(r *web.Router) {
 	r.Page("POST", "/app/contacts", p.add)
 	r.Page("POST", "/app/contacts/{id}/opt-out", p.optOut)
 	r.Page("GET", "/app/contacts/export", p.export)
-	r.Page("GET", "/app/contacts/template", p.template)
+	r.Page("GET", "/app/contacts/template", p.importTemplate)
 	r.Page("GET", "/app/contacts/groups", p.groups)
 	r.Page("POST", "/app/contacts/groups", p.createGroup)
 	r.Page("POST", "/app/contacts/groups/{id}/delete", p.deleteGroup)
@@ -323,8 +323,8 @@ func (p *Pages) export(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	return p.ops.Export(ctx, rc, web.AccountID(rc), group)
 }
 
-// template is the import template, as GET /contacts/template answers.
-func (p *Pages) template(_ context.Context, rc *fasthttp.RequestCtx) error {
+// importTemplate is the import template, as GET /contacts/template answers.
+func (p *Pages) importTemplate(_ context.Context, rc *fasthttp.RequestCtx) error {
 	book.WriteTemplate(rc)
 	return nil
 }

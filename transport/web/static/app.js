@@ -2,8 +2,9 @@
 // inline script), loaded by the pages that use it. Every page works without it.
 //
 // An upload made through htmx from inside an element with data-progress="ID" shows its
-// progress in <progress id="ID"> (and in words in the element data-progress-text names), and
-// its answer is shown whatever its status: pages answer failures with a page saying why.
+// progress in <progress id="ID"> (and in words in the element data-progress-text names, with
+// data-progress-failed's words if it never gets through), and its answer is shown whatever its
+// status: pages answer failures with a page saying why.
 (function () {
   'use strict';
   function holder(e) {
@@ -35,6 +36,13 @@
       e.detail.shouldSwap = true;
       e.detail.isError = false;
     }
+  });
+  document.addEventListener('htmx:sendError', function (e) {
+    var h = holder(e);
+    if (!h) return;
+    var bar = document.getElementById(h.dataset.progress);
+    if (bar) bar.hidden = true;
+    say(h, h.dataset.progressFailed || 'The upload did not get through. Try again.');
   });
   function say(h, text) {
     var el = h.dataset.progressText && document.getElementById(h.dataset.progressText);
