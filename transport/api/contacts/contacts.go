@@ -113,7 +113,6 @@ func (h *Handler) listContacts(ctx context.Context, rc *fasthttp.RequestCtx) err
 
 // Listing is one page of an account's active contacts, as GET /contacts reads its query.
 type Listing struct {
-	Filter   persistence.ContactFilter
 	Page     persistence.Page
 	List     api.List // the list the page's cursors belong to
 	Contacts []persistence.Contact
@@ -138,7 +137,7 @@ func (h *Handler) Contacts(ctx context.Context, rc *fasthttp.RequestCtx) (Listin
 	if err != nil {
 		return Listing{}, err
 	}
-	return Listing{Filter: f, Page: page, List: l, Contacts: list, Total: total}, nil
+	return Listing{Page: page, List: l, Contacts: list, Total: total}, nil
 }
 
 // ContactInput is a contact to add, as POST /contacts has it (nil: absent).

@@ -199,9 +199,14 @@ func pageURL(filter *web.Form, key, value string) string {
 	return listPath + "?" + v.Encode()
 }
 
-func findGroup(gs []persistence.Group, id string) *persistence.Group {
+// findGroup is the group of gs with the id raw, nil when none is (or raw is no id).
+func findGroup(gs []persistence.Group, raw string) *persistence.Group {
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return nil
+	}
 	for i := range gs {
-		if gs[i].ID.String() == id {
+		if gs[i].ID == id {
 			return &gs[i]
 		}
 	}
