@@ -165,7 +165,10 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		Log: log, Store: a.store, Engine: a.engine, Checkouts: checkouts, Confirmer: a.confirm,
 		Webhooks: payments.Schemes{payments.PaystackHMAC{Secret: []byte(cfg.PaymentSecretKey)}}, Keys: keys, Lists: lists,
 	})
-	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money})
+	book := contacts.New(contacts.Options{RequestTimeout: cfg.RequestTimeout, ImportWorkers: cfg.ImportWorkers}, contacts.Deps{
+		Log: log, Store: a.store, Lists: lists, Plan: plan,
+	})
+	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book})
 	if err != nil {
 		return nil, err
 	}
@@ -182,9 +185,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 			Store: a.store, Engine: a.engine, Keys: keys, Limiter: limiter, Lists: lists, Plan: plan,
 		}),
 		senderIDs,
-		contacts.New(contacts.Options{RequestTimeout: cfg.RequestTimeout, ImportWorkers: cfg.ImportWorkers}, contacts.Deps{
-			Log: log, Store: a.store, Lists: lists, Plan: plan,
-		}),
+		book,
 		campaigns.New(campaigns.Deps{Store: a.store, Engine: a.engine, Keys: keys, Lists: lists, Plan: plan, Now: a.now}),
 		money,
 		notifications.New(a.store),

@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	"github.com/tuma-sms/tuma/transport/api"
+	"github.com/tuma-sms/tuma/transport/api/contacts"
 	"github.com/tuma-sms/tuma/transport/api/senders"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
 	"github.com/tuma-sms/tuma/transport/web"
+	contactpages "github.com/tuma-sms/tuma/transport/web/contacts"
 	"github.com/tuma-sms/tuma/transport/web/notifications"
 	"github.com/tuma-sms/tuma/transport/web/overview"
 	sendersweb "github.com/tuma-sms/tuma/transport/web/senders"
@@ -35,8 +37,9 @@ func (a *App) dashboard(authn web.Authenticator, acct web.Accounts, verify web.V
 
 // pageOps are the JSON API's groups whose operations pages run too.
 type pageOps struct {
-	senders *senders.Handler
-	wallet  *wallet.Handler
+	senders  *senders.Handler
+	wallet   *wallet.Handler
+	contacts *contacts.Handler
 }
 
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
@@ -58,13 +61,17 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	addressBook, err := contactpages.New(site, ops.contacts, a.store)
+	if err != nil {
+		return nil, err
+	}
 	return []web.Group{
 		web.NewAuthPages(site, acct, verify),
 		home,
 		site.Coming("/app/send", "Send"),
 		site.Coming("/app/messages", "Messages"),
 		site.Coming("/app/campaigns", "Campaigns"),
-		site.Coming("/app/contacts", "Contacts"),
+		addressBook,
 		senderIDs,
 		money,
 		site.Coming("/app/developers", "Developers"),

@@ -19,6 +19,7 @@ import (
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/api"
 	"github.com/tuma-sms/tuma/transport/contactcsv"
+	"github.com/tuma-sms/tuma/transport/strictjson"
 )
 
 // Options configure the endpoints.
@@ -68,7 +69,7 @@ func (h *Handler) Register(r *api.Router) {
 	r.Handle("POST", "/contacts", api.Account, h.createContact)
 	r.Handle("DELETE", "/contacts/{id}", api.Account, h.deleteContact)
 	r.Handle("GET", "/contacts/template", api.Account, h.contactsTemplate)
-	r.Upload("POST", "/contacts/import", api.Account, maxImportBody, h.importContacts)
+	r.Upload("POST", "/contacts/import", api.Account, MaxImportBody, h.importContacts)
 	r.Handle("GET", "/contacts/export", api.Account, h.exportContacts)
 	r.Handle("GET", "/contacts/groups", api.Account, h.listGroups)
 	r.Handle("POST", "/contacts/groups", api.Account, h.createGroup)
@@ -99,6 +100,28 @@ type groupJSON struct {
 }
 
 func (h *Handler) listContacts(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	l, err := h.Contacts(ctx, rc)
+	if err != nil {
+		return err
+	}
+	out := make([]contactJSON, len(l.Contacts))
+	for i, c := range l.Contacts {
+		out[i] = newContactJSON(c)
+	}
+	return api.WriteJSON(rc, http.StatusOK, api.NewEnvelope(out, l.Total, l.Page, l.List, func(c contactJSON) uuid.UUID { return c.ID }))
+}
+
+// Listing is one page of an account's active contacts, as GET /contacts reads its query.
+type Listing struct {
+	Page     persistence.Page
+	List     api.List // the list the page's cursors belong to
+	Contacts []persistence.Contact
+	Total    int64
+}
+
+// Contacts reads a page of the signed-in account's contacts as the query asks: search,
+// group_id, page and page_size, or cursor.
+func (h *Handler) Contacts(ctx context.Context, rc *fasthttp.RequestCtx) (Listing, error) {
 	q := api.NewQuery(rc)
 	acct := api.Principal(rc).AccountID
 	f := persistence.ContactFilter{GroupID: q.UUID("group_id"), Search: persistence.SearchTerm(q.Text("search"))}
@@ -108,30 +131,39 @@ func (h *Handler) listContacts(ctx context.Context, rc *fasthttp.RequestCtx) err
 	l := h.lists.Of(api.ContactList, acct, "group_id="+api.OptID(f.GroupID), "search="+f.Search)
 	page := q.Page(l)
 	if err := q.Err(); err != nil {
-		return err
+		return Listing{}, err
 	}
 	list, total, err := h.store.ListContacts(ctx, acct, f, page)
 	if err != nil {
-		return err
+		return Listing{}, err
 	}
-	out := make([]contactJSON, len(list))
-	for i, c := range list {
-		out[i] = newContactJSON(c)
-	}
-	return api.WriteJSON(rc, http.StatusOK, api.NewEnvelope(out, total, page, l, func(c contactJSON) uuid.UUID { return c.ID }))
+	return Listing{Page: page, List: l, Contacts: list, Total: total}, nil
+}
+
+// ContactInput is a contact to add, as POST /contacts has it (nil: absent).
+type ContactInput struct {
+	Phone     *string `json:"phone"`
+	FirstName *string `json:"first_name"`
+	LastName  *string `json:"last_name"`
+	GroupID   *string `json:"group_id"`
 }
 
 func (h *Handler) createContact(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	var in struct {
-		Phone     *string `json:"phone"`
-		FirstName *string `json:"first_name"`
-		LastName  *string `json:"last_name"`
-		GroupID   *string `json:"group_id"`
-	}
+	var in ContactInput
 	if err := api.DecodeJSON(rc, &in); err != nil {
 		return err
 	}
-	n := persistence.NewContact{AccountID: api.Principal(rc).AccountID}
+	c, err := h.AddContact(ctx, api.Principal(rc).AccountID, in)
+	if err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusCreated, newContactJSON(c))
+}
+
+// AddContact validates a contact and adds it to the account: field errors are 422; a phone
+// the account has is persistence.ErrContactExists, or ErrContactOptedOut (409).
+func (h *Handler) AddContact(ctx context.Context, acct uuid.UUID, in ContactInput) (persistence.Contact, error) {
+	n := persistence.NewContact{AccountID: acct}
 	var fe api.FieldErrors
 	if in.Phone == nil || strings.TrimSpace(*in.Phone) == "" {
 		fe.Add("phone", "is required")
@@ -148,7 +180,11 @@ func (h *Handler) createContact(ctx context.Context, rc *fasthttp.RequestCtx) er
 		if f.v == nil {
 			continue
 		}
-		if *f.dst = strings.TrimSpace(*f.v); utf8.RuneCountInString(*f.dst) > contactcsv.MaxNameLen {
+		*f.dst = strings.TrimSpace(*f.v)
+		switch {
+		case !strictjson.Storable(*f.dst): // a form's text; JSON refused it already
+			fe.Add(f.name, "must be text without NUL bytes, in UTF-8")
+		case utf8.RuneCountInString(*f.dst) > contactcsv.MaxNameLen:
 			fe.Add(f.name, fmt.Sprintf("must be at most %d characters", contactcsv.MaxNameLen))
 		}
 	}
@@ -160,16 +196,13 @@ func (h *Handler) createContact(ctx context.Context, rc *fasthttp.RequestCtx) er
 		}
 	}
 	if err := fe.Err(); err != nil {
-		return err
+		return persistence.Contact{}, err
 	}
 	c, err := h.store.CreateContact(ctx, n)
 	if errors.Is(err, persistence.ErrUnknownGroup) {
-		return api.Invalid(api.FieldError{Field: "group_id", Message: "must be the id of one of your groups"})
+		return persistence.Contact{}, api.Invalid(api.FieldError{Field: "group_id", Message: "must be the id of one of your groups"})
 	}
-	if err != nil {
-		return err
-	}
-	return api.WriteJSON(rc, http.StatusCreated, newContactJSON(c))
+	return c, err
 }
 
 func (h *Handler) deleteContact(ctx context.Context, rc *fasthttp.RequestCtx) error {
@@ -177,19 +210,30 @@ func (h *Handler) deleteContact(ctx context.Context, rc *fasthttp.RequestCtx) er
 	if err != nil {
 		return err
 	}
-	if err := h.store.OptOutContact(ctx, api.Principal(rc).AccountID, id); err != nil {
+	if err := h.OptOut(ctx, api.Principal(rc).AccountID, id); err != nil {
 		return err
 	}
 	rc.SetStatusCode(http.StatusNoContent)
 	return nil
 }
 
+// OptOut opts one of the account's active contacts out (DELETE /contacts/{id}): another
+// account's, or one opted out already, is persistence.ErrNotFound.
+func (h *Handler) OptOut(ctx context.Context, acct, id uuid.UUID) error {
+	return h.store.OptOutContact(ctx, acct, id)
+}
+
 func (h *Handler) contactsTemplate(_ context.Context, rc *fasthttp.RequestCtx) error {
+	WriteTemplate(rc)
+	return nil
+}
+
+// WriteTemplate answers with the import template: a CSV file of the header and a sample row.
+func WriteTemplate(rc *fasthttp.RequestCtx) {
 	rc.Response.Header.SetContentType("text/csv; charset=utf-8")
 	rc.Response.Header.Set("Content-Disposition", `attachment; filename="contacts-template.csv"`)
 	rc.SetStatusCode(http.StatusOK)
 	rc.SetBodyString("phone,first_name,last_name\r\n0712345678,Jane,Wanjiru\r\n")
-	return nil
 }
 
 func (h *Handler) listGroups(ctx context.Context, rc *fasthttp.RequestCtx) error {
@@ -204,14 +248,26 @@ func (h *Handler) listGroups(ctx context.Context, rc *fasthttp.RequestCtx) error
 	return api.WriteJSON(rc, http.StatusOK, out)
 }
 
+// GroupInput is a group to create, as POST /contacts/groups has it (nil: absent).
+type GroupInput struct {
+	Name        *string `json:"name"`
+	Description *string `json:"description"`
+}
+
 func (h *Handler) createGroup(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	var in struct {
-		Name        *string `json:"name"`
-		Description *string `json:"description"`
-	}
+	var in GroupInput
 	if err := api.DecodeJSON(rc, &in); err != nil {
 		return err
 	}
+	g, err := h.CreateGroup(ctx, api.Principal(rc).AccountID, in)
+	if err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusCreated, groupJSON{ID: g.ID, Name: g.Name, Description: g.Description, CreatedAt: api.Timestamp(g.CreatedAt)})
+}
+
+// CreateGroup validates a group and creates it in the account (field errors are 422).
+func (h *Handler) CreateGroup(ctx context.Context, acct uuid.UUID, in GroupInput) (persistence.Group, error) {
 	var fe api.FieldErrors
 	name, desc := "", ""
 	if in.Name != nil {
@@ -220,22 +276,24 @@ func (h *Handler) createGroup(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	switch n := utf8.RuneCountInString(name); {
 	case n == 0:
 		fe.Add("name", "is required")
+	case !strictjson.Storable(name): // a form's text; JSON refused it already
+		fe.Add("name", "must be text without NUL bytes, in UTF-8")
 	case n > 100:
 		fe.Add("name", "must be at most 100 characters")
 	}
 	if in.Description != nil {
-		if desc = strings.TrimSpace(*in.Description); utf8.RuneCountInString(desc) > 500 {
+		desc = strings.TrimSpace(*in.Description)
+		switch {
+		case !strictjson.Storable(desc):
+			fe.Add("description", "must be text without NUL bytes, in UTF-8")
+		case utf8.RuneCountInString(desc) > 500:
 			fe.Add("description", "must be at most 500 characters")
 		}
 	}
 	if err := fe.Err(); err != nil {
-		return err
+		return persistence.Group{}, err
 	}
-	g, err := h.store.CreateGroup(ctx, api.Principal(rc).AccountID, name, desc)
-	if err != nil {
-		return err
-	}
-	return api.WriteJSON(rc, http.StatusCreated, groupJSON{ID: g.ID, Name: g.Name, Description: g.Description, CreatedAt: api.Timestamp(g.CreatedAt)})
+	return h.store.CreateGroup(ctx, acct, name, desc)
 }
 
 func (h *Handler) deleteGroup(ctx context.Context, rc *fasthttp.RequestCtx) error {
@@ -243,9 +301,15 @@ func (h *Handler) deleteGroup(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	if err != nil {
 		return err
 	}
-	if err := h.store.DeleteGroup(ctx, api.Principal(rc).AccountID, id); err != nil {
+	if err := h.DeleteGroup(ctx, api.Principal(rc).AccountID, id); err != nil {
 		return err
 	}
 	rc.SetStatusCode(http.StatusNoContent)
 	return nil
+}
+
+// DeleteGroup deletes one of the account's groups; its contacts stay, in no group. Another
+// account's is persistence.ErrNotFound.
+func (h *Handler) DeleteGroup(ctx context.Context, acct, id uuid.UUID) error {
+	return h.store.DeleteGroup(ctx, acct, id)
 }

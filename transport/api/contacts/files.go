@@ -24,17 +24,21 @@ import (
 	"github.com/tuma-sms/tuma/transport/contactcsv"
 )
 
-// maxImportBody bounds a CSV import's whole body.
-const maxImportBody = 50 << 20
+// MaxImportBody bounds a CSV import's whole body.
+const MaxImportBody = 50 << 20
 
-// exportContacts streams the account's active contacts as CSV, as they are read.
 func (h *Handler) exportContacts(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	q := api.NewQuery(rc)
 	group := q.UUID("group_id")
 	if err := q.Err(); err != nil {
 		return err
 	}
-	acct := api.Principal(rc).AccountID
+	return h.Export(ctx, rc, api.Principal(rc).AccountID, group)
+}
+
+// Export answers with the account's active contacts (of one group, when given) as a CSV
+// file, streamed as they are read. Another account's group is persistence.ErrNotFound.
+func (h *Handler) Export(ctx context.Context, rc *fasthttp.RequestCtx, acct uuid.UUID, group *uuid.UUID) error {
 	if group != nil {
 		if err := h.store.GroupOf(ctx, acct, *group); err != nil {
 			return err
@@ -72,18 +76,41 @@ func (h *Handler) exportContacts(ctx context.Context, rc *fasthttp.RequestCtx) e
 // streamTimeout bounds a streamed body (an export) or an upload: long enough for a large file.
 func (h *Handler) streamTimeout() time.Duration { return max(h.opts.RequestTimeout, 10*time.Minute) }
 
-// importContacts merges a CSV upload into the account's contacts as it is read. A file that
-// comes after its group_id is merged as it arrives; one that comes first is spooled to a
-// temporary file until the form ends, as no row can be written before it is known whether a
-// group follows. With ?report=csv the answer is the rows not imported, with why, as CSV
-// (counts in headers).
+// importContacts merges a CSV upload into the account's contacts as it is read. With
+// ?report=csv the answer is the rows not imported, with why, as CSV (counts in headers).
 func (h *Handler) importContacts(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	q := api.NewQuery(rc)
 	report := api.Enum(q, "report", "csv") == "csv"
 	if err := q.Err(); err != nil {
 		return err
 	}
-	acct := api.Principal(rc).AccountID
+	parts := func(each func(api.FormPart) error) error { return api.EachPart(rc, MaxImportBody, each) }
+	return h.Import(ctx, api.Principal(rc).AccountID, parts, report, func(ctx context.Context, imp *persistence.ContactImport) error {
+		if report {
+			return h.WriteReport(ctx, rc, imp)
+		}
+		if err := imp.Commit(ctx); err != nil {
+			return err
+		}
+		res := imp.Result()
+		return api.WriteJSON(rc, http.StatusOK, importJSON{Imported: res.Imported, Skipped: res.Skipped, Errors: res.Errors, Message: importMessage(res)})
+	})
+}
+
+// Parts reads a multipart form's parts in order, calling each for every one (api.EachPart
+// over a request's body).
+type Parts func(each func(api.FormPart) error) error
+
+// Import merges the CSV of an upload's "file" part into the account's contacts as it is
+// read, into the group of its "group_id" part when there is one; other parts are passed over.
+// A file that comes after its group_id is merged as it arrives; one that comes first is
+// spooled to a temporary file until the form ends, as no row can be written before it is known
+// whether a group follows. With report the import keeps the rows not imported, with why.
+//
+// Once the file is in, finish gets the import, merged but not committed (Result says what it
+// did; with report, Rejected lists the rows): finish commits it, and writes the answer. The
+// import has its own deadline, long enough for a large file; ctx is the one finish gets.
+func (h *Handler) Import(ctx context.Context, acct uuid.UUID, parts Parts, report bool, finish func(ctx context.Context, imp *persistence.ContactImport) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.streamTimeout())
 	defer cancel()
 	imp, err := h.store.BeginImport(ctx, acct, persistence.ImportOptions{Workers: h.opts.ImportWorkers, Report: report})
@@ -99,7 +126,7 @@ func (h *Handler) importContacts(ctx context.Context, rc *fasthttp.RequestCtx) e
 	}()
 	badGroup := api.Invalid(api.FieldError{Field: "group_id", Message: "must be the id of one of your groups"})
 	files, groups := 0, 0
-	err = api.EachPart(rc, maxImportBody, func(p api.FormPart) error {
+	err = parts(func(p api.FormPart) error {
 		switch p.Name {
 		case "group_id":
 			if groups++; groups > 1 {
@@ -146,14 +173,7 @@ func (h *Handler) importContacts(ctx context.Context, rc *fasthttp.RequestCtx) e
 	case files == 0:
 		return api.Invalid(api.FieldError{Field: "file", Message: "is required (a CSV file)"})
 	}
-	res := imp.Result()
-	if report {
-		return h.importReport(ctx, rc, imp, res)
-	}
-	if err := imp.Commit(ctx); err != nil {
-		return err
-	}
-	return api.WriteJSON(rc, http.StatusOK, importJSON{Imported: res.Imported, Skipped: res.Skipped, Errors: res.Errors, Message: importMessage(res)})
+	return finish(ctx, imp)
 }
 
 // runImport merges a CSV file's rows.
@@ -165,10 +185,12 @@ func (h *Handler) runImport(ctx context.Context, imp *persistence.ContactImport,
 	return imp.Run(ctx, rows.Next)
 }
 
-// importReport answers an import with the rows not imported, as CSV, then commits. The rows
-// are read before the commit (the transactions keep them), into a temporary file: a report of
-// a million repeats is 80 MB, which is no memory's business.
-func (h *Handler) importReport(ctx context.Context, rc *fasthttp.RequestCtx, imp *persistence.ContactImport, res persistence.ImportResult) error {
+// WriteReport commits an import begun with its report and answers with the rows not
+// imported, as CSV, with the counts in headers. The rows are read before the commit (the
+// transactions keep them), into a temporary file: a report of a million repeats is 80 MB,
+// which is no memory's business.
+func (h *Handler) WriteReport(ctx context.Context, rc *fasthttp.RequestCtx, imp *persistence.ContactImport) error {
+	res := imp.Result()
 	f, err := os.CreateTemp("", "tuma-import-report-*.csv")
 	if err != nil {
 		return fmt.Errorf("import report: %w", err)
