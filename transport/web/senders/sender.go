@@ -12,7 +12,6 @@ import (
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/api"
 	"github.com/tuma-sms/tuma/transport/web"
-	"github.com/tuma-sms/tuma/transport/web/wallet"
 )
 
 // sender is an application as the pages show it, with what can be done to it now.
@@ -150,7 +149,7 @@ func (p *Pages) pay(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return p.refused(ctx, rc, id, err)
 	}
-	return wallet.ToCheckout(rc, body)
+	return web.ToCheckout(rc, body)
 }
 
 func (p *Pages) setDefault(ctx context.Context, rc *fasthttp.RequestCtx) error {

@@ -222,7 +222,7 @@ func (p *Page) topup(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		}
 		return p.views.RenderForm(ctx, rc, "wallet", &web.Page{Title: "Wallet", Nav: "/app/wallet", Data: d, Form: f}, err)
 	}
-	return ToCheckout(rc, body)
+	return web.ToCheckout(rc, body)
 }
 
 // landingBanners are the messages of a payer's return (?topup=success|failed&reason=…): a
