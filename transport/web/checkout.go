@@ -26,4 +26,3 @@ func ToCheckout(rc *fasthttp.RequestCtx, body []byte) error {
 	}
 	return api.SeeOther(rc, "/app/wallet/checkout/"+url.PathEscape(ref))
 }
-
