@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -31,14 +32,15 @@ func Scenarios() []string {
 
 // Limits of the configuration.
 const (
-	maxRecipients = 10_000    // the API's limit per send
-	maxFundKES    = 1_000_000 // the admin credit endpoint's limit per call
-	maxAccounts   = 10_000    // registration is bcrypt-bound: more is a different test
-	maxClients    = 4096      // beyond this the client box, not the server, is measured
-	maxRate       = 100_000   // sends/s: more than any node takes, and about what the pacer can offer
-	mixedMinBulk  = 100       // smallest bulk send of the mixed scenario
-	defaultURL    = "http://127.0.0.1:8080"
-	devAdminToken = "dev-admin-token-change-me" // what `make run` sets
+	maxRecipients   = 10_000    // the API's limit per send
+	maxFundKES      = 1_000_000 // the admin credit endpoint's limit per call
+	maxAccounts     = 10_000    // registration is bcrypt-bound: more is a different test
+	maxClients      = 4096      // beyond this the client box, not the server, is measured
+	maxRate         = 100_000   // sends/s: more than any node takes, and about what the pacer can offer
+	mixedMinBulk    = 100       // smallest bulk send of the mixed scenario
+	defaultURL      = "http://127.0.0.1:8080"
+	devAdminToken   = "dev-admin-token-change-me" // what `make run` sets
+	maxWebhookBatch = 100                         // the API's largest batch_size
 )
 
 // Config is one run of `tuma-lab bench`. Build it with DefaultConfig or ParseArgs; Run validates it.
@@ -58,6 +60,9 @@ type Config struct {
 	RequestTimeout time.Duration // most one request may take
 	FundKES        int           // credit given to each account
 	DBCPU          bool          // also measure this machine's PostgreSQL processes' CPU
+	WebhookListen  string        // --webhooks: where the tool's webhook receiver listens ("" = no webhooks)
+	WebhookHost    string        // the receiver's host as the server reaches it (default 127.0.0.1)
+	WebhookBatch   int           // each endpoint's batch_size, 1..100
 }
 
 // DefaultConfig is the configuration of a scenario before any flag: sized so a run offers
@@ -67,6 +72,7 @@ func DefaultConfig(scenario string) Config {
 		URL: defaultURL, AdminToken: devAdminToken, Scenario: scenario,
 		Accounts: 16, Concurrency: 16, Duration: 10 * time.Second, Recipients: 1,
 		Timeout: 5 * time.Minute, RequestTimeout: 60 * time.Second, FundKES: maxFundKES,
+		WebhookBatch: maxWebhookBatch,
 	}
 	switch scenario {
 	case ScenarioBulk:
@@ -137,6 +143,14 @@ func (c Config) Validate() error {
 	if c.FundKES < 1 || c.FundKES > maxFundKES {
 		bad("fund-kes", "must be from 1 to %d, got %d", maxFundKES, c.FundKES)
 	}
+	if c.WebhookListen != "" {
+		if _, _, err := net.SplitHostPort(c.WebhookListen); err != nil {
+			bad("webhooks", "must be a listen address host:port, e.g. 127.0.0.1:9901, got %q", c.WebhookListen)
+		}
+		if c.WebhookBatch < 1 || c.WebhookBatch > maxWebhookBatch {
+			bad("webhook-batch", "must be from 1 to %d, got %d", maxWebhookBatch, c.WebhookBatch)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -150,6 +164,7 @@ func (c Config) flags() map[string]string {
 		"recipients": strconv.Itoa(c.Recipients), "caps": c.Caps.String(), "json": c.JSONPath,
 		"keep": strconv.FormatBool(c.Keep), "timeout": c.Timeout.String(),
 		"request-timeout": c.RequestTimeout.String(), "fund-kes": strconv.Itoa(c.FundKES),
+		"webhooks": c.WebhookListen, "webhook-host": c.WebhookHost, "webhook-batch": strconv.Itoa(c.WebhookBatch),
 	}
 }
 
@@ -254,6 +269,9 @@ func ParseArgs(args []string, lookup func(string) (string, bool), out io.Writer)
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "")
 	fs.IntVar(&c.FundKES, "fund-kes", c.FundKES, "")
 	fs.BoolVar(&c.DBCPU, "db-cpu", false, "")
+	fs.StringVar(&c.WebhookListen, "webhooks", "", "")
+	fs.StringVar(&c.WebhookHost, "webhook-host", "", "")
+	fs.IntVar(&c.WebhookBatch, "webhook-batch", c.WebhookBatch, "")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -322,6 +340,12 @@ flags:
   --fund-kes N           credit per account in KES (default 1000000, the most one credit may be)
   --db-cpu               also report the CPU of this machine's PostgreSQL processes per message
                          (the database must run here; read from /proc)
+  --webhooks ADDR        subscribe every account to message.sent and message.delivered at a
+                         receiver the tool runs on ADDR (e.g. 127.0.0.1:9901); it verifies each
+                         signature and reports events lost, duplicated, out of order and their
+                         latency. The server needs TUMA_WEBHOOK_ALLOW_PRIVATE=true
+  --webhook-host HOST    the receiver's host as the server reaches it (default 127.0.0.1)
+  --webhook-batch N      each endpoint's batch_size, 1..100 (default 100)
 
 summary prints the headline figures of several result files, one line each.
 headline prints the engine's four speed figures (small: sends/s and, with --db-cpu, CPU per

@@ -86,6 +86,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--scenario", "small", "--caps", "vodafone=5"}, []string{"vodafone"}},
 		{[]string{"--scenario", "small", "--fund-kes", "2000000"}, []string{"--fund-kes"}},
 		{[]string{"--scenario", "small", "--admin-token", ""}, []string{"--admin-token is required"}},
+		{[]string{"--scenario", "bulk", "--webhooks", "9901"}, []string{"--webhooks must be a listen address"}},
+		{[]string{"--scenario", "bulk", "--webhooks", ":9901", "--webhook-batch", "101"}, []string{"--webhook-batch must be from 1 to 100"}},
 		{[]string{"--scenario", "small", "extra"}, []string{"unexpected argument"}},
 		{[]string{"--scenario", "small", "--nope"}, []string{"not defined"}},
 	} {

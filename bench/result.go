@@ -38,6 +38,7 @@ type Result struct {
 	Throughput Throughput        `json:"throughput"`
 	Server     Server            `json:"server"`
 	Egress     []Egress          `json:"egress,omitempty"`
+	Webhooks   *Webhooks         `json:"webhooks,omitempty"` // --webhooks
 	Windows    []Window          `json:"windows,omitempty"`
 	Accounts   string            `json:"accounts"` // "suspended", "kept", or why not all were suspended
 	Problems   []string          `json:"problems"` // checks that failed; empty when the run is sound
@@ -150,6 +151,7 @@ type observed struct {
 	dbCPUOK     bool
 	scrapeErrs  int64
 	e2e         EndToEnd
+	hooks       *Webhooks
 }
 
 // newResult summarises a run and checks its numbers against each other.
@@ -206,7 +208,11 @@ func newResult(ctx context.Context, o observed) Result {
 		}
 		r.Egress = measureEgress(all, o.cfg.Caps)
 	}
+	r.Webhooks = o.hooks
 	r.Problems = r.check()
+	if r.Webhooks != nil {
+		r.Problems = append(r.Problems, r.Webhooks.problems()...)
+	}
 	r.Figures = r.figures()
 	return r
 }
@@ -294,6 +300,12 @@ func (r Result) figures() []Figure {
 	}
 	if s.DBCPUSeconds > 0 {
 		add("db_cpu_per_msg", s.DBCPUMicrosPerMsg, "µs", lowerBetter)
+	}
+	if w := r.Webhooks; w != nil {
+		add("webhook_events_per_s", w.EventsPerS, "events/s", higherBetter)
+		add("webhook_latency_p50", w.Latency.P50MS, "ms", lowerBetter)
+		add("webhook_latency_p99", w.Latency.P99MS, "ms", lowerBetter)
+		add("webhook_lost", float64(w.Lost), "events", lowerBetter)
 	}
 	for _, e := range r.Egress {
 		add("egress_"+e.Network+"_avg", e.AvgPerS, "msgs/s", "")
@@ -487,6 +499,9 @@ func (r Result) print(w io.Writer) error {
 			fmt.Fprintf(tw, "%.0f–%.0f s\t%s\t%s\t%s\t%s\t%.0f MB\t%.2f cores\n", win.FromS, win.ToS, count(int64(win.Sends)),
 				msStr(win.P50MS), msStr(win.P99MS), msStr(win.MaxMS), win.ServerRSSMB, win.ServerCores)
 		}
+	}
+	if r.Webhooks != nil {
+		r.Webhooks.print(tw)
 	}
 	if len(r.Problems) == 0 {
 		fmt.Fprintln(tw, "\nchecks: the tool and the server agree")

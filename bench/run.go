@@ -46,8 +46,23 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	defer stopProgress()
 
+	var rcv *hookReceiver
+	if cfg.WebhookListen != "" {
+		if rcv, err = startHookReceiver(cfg.WebhookListen); err != nil {
+			return err
+		}
+		defer func() {
+			if err := rcv.stop(); err != nil {
+				fmt.Fprintln(stderr, "tuma-lab bench: webhook receiver:", err)
+			}
+		}()
+	}
+
 	started := time.Now()
 	tenants, err := setup(ctx, a, cfg, id, lv)
+	if err == nil && rcv != nil {
+		err = subscribe(ctx, a, cfg, rcv, tenants)
+	}
 	if err != nil {
 		stopProgress()
 		return errors.Join(err, retire(ctx, a, cfg, tenants))
@@ -72,6 +87,11 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		messages: newNumbers(mixPrefixes(), poolSize(cfg.Recipients))}).run(ctx)
 	prog.setPhase(phaseDrain)
 	dr := drain(ctx, a, tenants, ld.end.Add(cfg.Timeout), lv)
+	var hooks *Webhooks
+	if rcv != nil {
+		w := awaitHooks(ctx, rcv, cfg, len(tenants), dr, ld.end.Add(cfg.Timeout))
+		hooks = &w
+	}
 	samples := smp.stop()
 	sctx, cancel := detached(ctx)
 	final, ferr := a.scrape(sctx)
@@ -91,7 +111,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 
 	res := newResult(ctx, observed{cfg: cfg, runID: id, started: started, load: ld, drain: dr,
 		base: base, final: final, finalOK: ferr == nil, dbCPU: db, dbCPUOK: cfg.DBCPU && dbErr == nil, samples: samples, scrapeErrs: smp.errors.Load(),
-		e2e: newEndToEnd(sample, sampleErrs, base, final)})
+		e2e: newEndToEnd(sample, sampleErrs, base, final), hooks: hooks})
 	res.Accounts = "kept"
 	rerr := retire(ctx, a, cfg, tenants)
 	if !cfg.Keep {
