@@ -52,6 +52,7 @@ type Sizes struct {
 	Storm            time.Duration // the overload drill's storm
 	StormAcceptP99   time.Duration // slowest accepted send (p99) during the storm
 	ShutdownLoad     time.Duration // load before SIGTERM
+	HookMessages     int           // messages whose webhook events wait through the hooks drill's kills
 }
 
 // FullSizes are the figures of `tuma-lab drill` (make drills).
@@ -61,6 +62,7 @@ var FullSizes = Sizes{
 	BacklogKillEvery: 3 * time.Second, BacklogLatency: 20 * time.Millisecond, BacklogRSSGrowth: 200 << 20, ProbeDelay: time.Second,
 	PGOutage: 30 * time.Second, RedisOutage: 15 * time.Second, NetworkOutage: 10 * time.Second,
 	SlowLoad: 40 * time.Second, Storm: 15 * time.Second, StormAcceptP99: 2 * time.Second, ShutdownLoad: 5 * time.Second,
+	HookMessages: 50_000,
 }
 
 // ShortSizes are the figures of `tuma-lab drill --short` (CI).
@@ -70,6 +72,7 @@ var ShortSizes = Sizes{
 	BacklogKillEvery: time.Second, BacklogLatency: 100 * time.Millisecond, BacklogRSSGrowth: 100 << 20, ProbeDelay: time.Second,
 	PGOutage: 10 * time.Second, RedisOutage: 5 * time.Second, NetworkOutage: 5 * time.Second,
 	SlowLoad: 12 * time.Second, Storm: 5 * time.Second, StormAcceptP99: 2 * time.Second, ShutdownLoad: 3 * time.Second,
+	HookMessages: 50_000,
 }
 
 // Sizes of this run.
@@ -83,7 +86,7 @@ func (c Config) Sizes() Sizes {
 // Names lists everything `tuma-lab drill` runs, in its order: the reliability drills, then the
 // security checks, which read the logs of every node the run started.
 func Names() []string {
-	return []string{"crash", "backlog", "deps", "overload", "shutdown", security}
+	return []string{"crash", "backlog", "deps", "overload", "shutdown", "hooks", security}
 }
 
 // security names the security checks among the drills (--only security, the table's rows).
@@ -99,8 +102,9 @@ const Usage = `usage: tuma-lab drill [flags]
 Starts tuma nodes of its own (--bin) on loopback, each on its own database of a real
 PostgreSQL and a real Redis, and runs against them:
 
-  reliability drills  crash, backlog, deps, overload, shutdown: kill -9, a backlog of a
-                      million, stores and networks down or slow, request storms, SIGTERM
+  reliability drills  crash, backlog, deps, overload, shutdown, hooks: kill -9, a backlog of
+                      a million, stores and networks down or slow, request storms, SIGTERM,
+                      webhook events pending through kills
   security checks     security: see tuma-lab security -h; last, as they read every log of
                       the run
 

@@ -122,6 +122,11 @@ func TestCrashDrillNoticesFaults(t *testing.T) {
 	})
 }
 
+// Webhook events pending through two kills -9 all arrive, once each by id, in order.
+func TestHooksDrill(t *testing.T) {
+	mustPass(t, runDrill(t, "hooks", ""))
+}
+
 func TestBacklogDrill(t *testing.T) {
 	mustPass(t, runDrill(t, "backlog", ""))
 }

@@ -39,6 +39,7 @@ func drills() map[string]drillFunc {
 		"deps":     depsDrill,
 		"overload": overloadDrill,
 		"shutdown": shutdownDrill,
+		"hooks":    hooksDrill,
 		security:   securityDrill,
 	}
 }
