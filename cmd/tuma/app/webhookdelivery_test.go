@@ -65,6 +65,16 @@ func TestWebhookSignatureAndRoll(t *testing.T) {
 		t.Errorf("second roll: signature %q", d.Signature)
 	}
 
+	// The old secret stops signing when its overlap ends.
+	r = n.do("POST", "/webhooks/"+id+"/roll-secret", map[string]any{"expires_in_seconds": 1}, key(a)...)
+	fourth := r.json(t)["secret"].(string)
+	time.Sleep(1100 * time.Millisecond) // the overlap is wall-clock time
+	did = n.do("POST", "/webhooks/"+id+"/test", nil, key(a)...).json(t)["delivery_id"].(string)
+	d = ofID(rc.waitFor("the test after the overlap", func(ds []delivery) bool { return len(ofID(ds, did)) > 0 }), did)[0]
+	if sigs := signatures(d.Signature); len(sigs) != 1 || !verifies(t, fourth, d, sigs[0]) {
+		t.Errorf("after the overlap: signature %q; want the new secret's alone", d.Signature)
+	}
+
 	// No overlap: the new secret alone.
 	r = n.do("POST", "/webhooks/"+id+"/roll-secret", map[string]any{"expires_in_seconds": 0}, key(a)...)
 	last := r.json(t)["secret"].(string)
@@ -165,6 +175,9 @@ func TestWebhookReceiverAnswers(t *testing.T) {
 		}
 		if w["enabled"] != false || !strings.Contains(fmt.Sprint(w["disabled_reason"]), "410") {
 			t.Fatalf("after a 410: %v", w)
+		}
+		if notes := string(n.do("GET", "/notifications", nil, key(a)...).Body); !strings.Contains(notes, `"type":"webhook_disabled"`) {
+			t.Errorf("the account was not notified: %s", notes)
 		}
 		n.do("POST", "/webhooks/"+id+"/test", nil, key(a)...)
 		time.Sleep(1500 * time.Millisecond) // proving an absence: nothing may arrive while disabled
