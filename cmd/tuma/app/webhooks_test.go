@@ -128,6 +128,7 @@ func TestWebhookBadInput(t *testing.T) {
 	n.do("GET", "/webhooks/"+id+"/deliveries?cursor=abc", nil, key(a)...).problem(t, 400, "malformed_query")
 	n.do("GET", "/webhooks/"+id+"/deliveries?page=2", nil, key(a)...).problem(t, 400, "malformed_query")
 	n.do("POST", "/webhooks", "{", key(a)...).problem(t, 400, "malformed_json")
+	n.do("POST", "/webhooks/"+id+"/roll-secret", "", key(a)...).problem(t, 400, "malformed_json") // labelled JSON, empty
 	if after := string(n.do("GET", "/webhooks", nil, key(a)...).Body); after != before {
 		t.Errorf("bad input changed the endpoints:\n%s\n%s", before, after)
 	}

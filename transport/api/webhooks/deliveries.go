@@ -164,7 +164,8 @@ func (h *Handler) rollSecret(ctx context.Context, rc *fasthttp.RequestCtx) error
 	var in struct {
 		ExpiresInSeconds *int `json:"expires_in_seconds"`
 	}
-	if len(rc.PostBody()) > 0 { // the body is optional
+	// The body may be left out altogether; one labelled JSON must be JSON, even when empty.
+	if len(rc.PostBody()) > 0 || len(rc.Request.Header.ContentType()) > 0 {
 		if err := api.DecodeJSON(rc, &in); err != nil {
 			return err
 		}
