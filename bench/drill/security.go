@@ -289,6 +289,19 @@ func (s *secState) resources(ctx context.Context, t *secTenant) error {
 	if err := made("contact", "/contacts", map[string]any{"phone": fmt.Sprintf("0799%06d", s.gen.seq()%1_000_000), "group_id": t.res["group"]}, "contact"); err != nil {
 		return err
 	}
+	// A webhook endpoint (at a documentation address, TEST-NET-1: nothing answers there) and
+	// a delivery of it.
+	if err := made("webhook", "/webhooks", map[string]any{"url": "https://192.0.2.1/drill", "events": []string{"webhook.test"}}, "webhook"); err != nil {
+		return err
+	}
+	r = c.do(ctx, "POST", "/webhooks/"+t.res["webhook"]+"/test", nil, t.apiKey()...)
+	var queued struct {
+		DeliveryID string `json:"delivery_id"`
+	}
+	if err := r.expect(202); err != nil || r.decode(&queued) != nil {
+		return fmt.Errorf("webhook test of %s: %s", t.email, clip(r.body, 200))
+	}
+	t.res["delivery"] = queued.DeliveryID
 	// A campaign to that group, scheduled an hour ahead: it stays until the drill cancels it.
 	return made("campaign", "/campaigns", map[string]any{"name": "Drill", "message": "Drill {first_name}", "group_id": t.res["group"],
 		"scheduled_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, "campaign")
@@ -324,6 +337,10 @@ func (s *secState) pathValue(op *operation, param string, t *secTenant) string {
 		return t.res["group"]
 	case param == "id" && strings.HasPrefix(op.path, "/contacts/"):
 		return t.res["contact"]
+	case param == "id" && strings.HasPrefix(op.path, "/webhooks/"):
+		return t.res["webhook"]
+	case param == "delivery_id":
+		return t.res["delivery"]
 	case param == "kind":
 		return "auth-letter"
 	case param == "access_code" || param == "reference":

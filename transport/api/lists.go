@@ -19,11 +19,12 @@ type ListKind byte
 
 // The lists that page by cursor.
 const (
-	MessageList     ListKind = iota + 1 // an account's messages
-	TransactionList                     // an account's ledger
-	ReviewList                          // the operators' sender ID review queue (pages by number only)
-	ContactList                         // an account's active contacts
-	CampaignList                        // an account's campaigns (plain array; by cursor when page_size is given)
+	MessageList         ListKind = iota + 1 // an account's messages
+	TransactionList                         // an account's ledger
+	ReviewList                              // the operators' sender ID review queue (pages by number only)
+	ContactList                             // an account's active contacts
+	CampaignList                            // an account's campaigns (plain array; by cursor when page_size is given)
+	WebhookDeliveryList                     // a webhook endpoint's delivery log (by cursor only)
 )
 
 // Lists describes lists for their cursors, keyed with a server secret.

@@ -52,6 +52,8 @@ var problemTypes = []ProblemType{
 	{"unsupported_network", http.StatusUnprocessableEntity, "Recipients are valid Kenyan numbers on a network Tuma does not reach."},
 	{"sender_not_approved", http.StatusUnprocessableEntity, "The sender_id is not an approved, active sender ID of this account."},
 	{"idempotency_key_reused", http.StatusUnprocessableEntity, "The Idempotency-Key was used with a different request."},
+	{"url_not_allowed", http.StatusUnprocessableEntity, "A webhook endpoint's url is not https, or it is (or its name resolves to) a loopback, private, link-local or unspecified address; errors names the field."},
+	{"limit_reached", http.StatusUnprocessableEntity, "The account has as many of these as it may (10 webhook endpoints); delete one first."},
 	{"rate_limited", http.StatusTooManyRequests, "Too many requests for this account; wait Retry-After seconds."},
 	{"too_many_requests", http.StatusTooManyRequests, "Too many requests from this address, or emails to this address; wait Retry-After."},
 	{"too_many_login_attempts", http.StatusTooManyRequests, "Too many login attempts for this email or address; wait Retry-After."},

@@ -31,6 +31,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/senders"
 	"github.com/tuma-sms/tuma/transport/api/sms"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
+	"github.com/tuma-sms/tuma/transport/api/webhooks"
 	"github.com/tuma-sms/tuma/transport/auth"
 	"github.com/tuma-sms/tuma/transport/payments"
 )
@@ -47,6 +48,7 @@ func everyGroup(t *testing.T, opts api.Options, given ...api.Group) *api.Server 
 		contacts.New(contacts.Options{}, contacts.Deps{}),
 		campaigns.New(campaigns.Deps{}),
 		wallet.New(wallet.Options{}, wallet.Deps{}),
+		webhooks.New(webhooks.Deps{}),
 		notifications.New(nil),
 		admin.New(nil),
 		sandbox.New(sandbox.Options{}, sandbox.Deps{}),

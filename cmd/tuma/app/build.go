@@ -29,9 +29,11 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/senders"
 	"github.com/tuma-sms/tuma/transport/api/sms"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
+	apiwebhooks "github.com/tuma-sms/tuma/transport/api/webhooks"
 	"github.com/tuma-sms/tuma/transport/auth"
 	"github.com/tuma-sms/tuma/transport/mail"
 	"github.com/tuma-sms/tuma/transport/payments"
+	"github.com/tuma-sms/tuma/transport/webhooks"
 )
 
 // boot brings the node up behind its front: stores, migrations, the engine and the full front
@@ -188,6 +190,8 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		book,
 		campaigns.New(campaigns.Deps{Store: a.store, Engine: a.engine, Keys: keys, Lists: lists, Plan: plan, Now: a.now}),
 		money,
+		apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
+			Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake}),
 		notifications.New(a.store),
 		admin.New(a.simControl()),
 		sandbox.New(sandbox.Options{On: sandboxOn, Secret: cfg.PaymentSecretKey, PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
