@@ -216,7 +216,7 @@ func TestDashboardCampaignsRefuseForgeriesAndOthersIDs(t *testing.T) {
 // the campaign's page following its progress to completed without a reload. Every page
 // passes the accessibility check.
 func TestDashboardCampaignsInBrowser(t *testing.T) {
-	n := startNode(t, withEnv(fastSims, "TUMA_SIM_RECEIPT_DELAY", "1500ms"))
+	n := startNode(t, withEnv(fastSims, "TUMA_SIM_RECEIPT_DELAY", "4s"))
 	a := n.register("drives@example.com")
 	n.credit(a, "50")
 	g := n.group(a, "Nairobi shoppers")
@@ -255,6 +255,10 @@ func TestDashboardCampaignsInBrowser(t *testing.T) {
 	b.waitText("Created the campaign “December sale” to 3 contacts, for KES 1.50.")
 	if !campaignPathRE.MatchString(b.path()) {
 		t.Fatalf("after creating, the tab is at %s", b.path())
+	}
+	// Its receipts take seconds: the page opens on a campaign still under way, polling.
+	if text := b.text(); strings.Contains(text, "0 pending, of 3") || b.eval(`return document.querySelector('#figures[hx-trigger]') ? 'polls' : '';`) != "polls" {
+		t.Fatalf("the new campaign's page shows it finished, or does not poll:\n%s", text)
 	}
 	b.check("campaign-running")
 	// The figures follow the campaign as htmx asks for them: the page itself is not reloaded.
