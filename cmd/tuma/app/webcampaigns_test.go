@@ -43,7 +43,7 @@ func TestDashboardCampaignsCreateOncePreviewAndCancel(t *testing.T) {
 		t.Fatalf("empty list = %d:\n%.800s", r.Status, r.Body)
 	}
 	form := p.get("/app/campaigns/new")
-	for _, want := range []string{"VIP &lt;b&gt; (2 contacts)", "The shared sender ID", "Date and time (Nairobi time, EAT)", `name="idempotency_key"`} {
+	for _, want := range []string{"VIP &lt;b&gt; (2 contacts)", "Shared: ", "Date and time (Nairobi time, EAT)", `name="idempotency_key"`} {
 		if !strings.Contains(form.Body, want) {
 			t.Errorf("the form does not show %q", want)
 		}
@@ -208,6 +208,27 @@ func TestDashboardCampaignsRefuseForgeriesAndOthersIDs(t *testing.T) {
 	}
 	if list := p.get("/app/campaigns"); strings.Contains(list.Body, "Theirs") {
 		t.Errorf("the list shows another account's campaign")
+	}
+
+	// The sender select offers the account's approved sender IDs; one not approved for it
+	// (another account's) is said beside the field.
+	n.approveDefaultSender(a, "ACME", "all")
+	acme := n.sqlString(`SELECT id::text FROM sender_ids WHERE account_id = $1`, a.ID)
+	if form := p.get("/app/campaigns/new"); !strings.Contains(form.Body, "Your default: ACME") || !strings.Contains(form.Body, `value="`+acme+`"`) {
+		t.Errorf("the sender select does not offer ACME:\n%s", form.Body)
+	}
+	n.approveDefaultSender(b, "THEIRS", "all")
+	other := n.sqlString(`SELECT id::text FROM sender_ids WHERE account_id = $1`, b.ID)
+	f := campaignForm("Via theirs", ga, "Hi", "k-other-sender")
+	f.Set("sender_id", other)
+	if r := p.post("/app/campaigns/new", "/app/campaigns", f); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "is not an approved, active sender ID of this account") {
+		t.Errorf("another account's sender ID = %d:\n%.3000s", r.Status, r.Body)
+	}
+	f = campaignForm("Via ACME", ga, "Hi", "k-acme")
+	f.Set("sender_id", acme)
+	id := createdCampaign(t, p.post("/app/campaigns/new", "/app/campaigns", f))
+	if r := p.get("/app/campaigns/" + id); !strings.Contains(r.Body, "<td>ACME</td>") {
+		t.Errorf("the campaign's page does not name its sender ID:\n%s", r.Body)
 	}
 }
 

@@ -101,14 +101,14 @@ func (p *Pages) renderForm(ctx context.Context, rc *fasthttp.RequestCtx, status 
 
 // senderChoices are the account's approved, active sender IDs, after its default route.
 func (p *Pages) senderChoices(list []persistence.SenderID, selected string) []choice {
-	def := "The shared sender ID, " + p.shared + ", with your company name in front"
+	def := "Shared: " + p.shared + " (your company name in front)"
 	var own []choice
 	for _, s := range list {
 		if s.Status != persistence.SenderApproved || !s.Active {
 			continue
 		}
 		if s.Default {
-			def = "Your default sender ID, " + s.Name
+			def = "Your default: " + s.Name
 		}
 		id := s.ID.String()
 		own = append(own, choice{Value: id, Label: s.Name + " (" + networkName(s.Network) + ")", Selected: id == selected})
