@@ -107,6 +107,13 @@ func TestDashboardCampaignsCreateOncePreviewAndCancel(t *testing.T) {
 	if strings.Contains(detail.Body, "<img src=x") || strings.Contains(detail.Body, "Cancel campaign") {
 		t.Errorf("the campaign's page shows markup from its name or a cancel of a finished campaign:\n%s", detail.Body)
 	}
+	for _, path := range []string{"/app/campaigns", "/app/campaigns/new", "/app/campaigns/" + first, "/app/campaigns/progress", "/app/campaigns/" + first + "/progress"} {
+		r := p.get(path)
+		if csp := r.Header.Get("Content-Security-Policy"); r.Status != 200 || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") ||
+			strings.Contains(r.Body, " style=") || strings.Contains(r.Body, "<script>") || strings.Contains(r.Body, "<img") {
+			t.Errorf("%s = %d, CSP %q, or inline style or script:\n%s", path, r.Status, csp, r.Body)
+		}
+	}
 	list := p.get("/app/campaigns")
 	if !strings.Contains(list.Body, "&lt;img src=x onerror=alert(1)&gt; promo") || strings.Contains(list.Body, "<img src=x") ||
 		strings.Contains(list.Body, "hx-trigger=\"every") {
