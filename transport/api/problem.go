@@ -81,6 +81,10 @@ func TooManyRequests(code, detail string, retryAfter time.Duration) error {
 	return p
 }
 
+// ProblemOf is the problem an error answers as: a page that shows an operation's refusal on
+// its form (a 402 or a 409 as much as a 422) reads it here, as the API does.
+func ProblemOf(err error) *Problem { return problemFor(err) }
+
 // problemFor is the one place where errors become HTTP statuses. Domain packages return typed
 // errors; anything unrecognised is a 500 that reveals nothing about its cause.
 func problemFor(err error) *Problem {

@@ -170,7 +170,8 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	book := contacts.New(contacts.Options{RequestTimeout: cfg.RequestTimeout, ImportWorkers: cfg.ImportWorkers}, contacts.Deps{
 		Log: log, Store: a.store, Lists: lists, Plan: plan,
 	})
-	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book})
+	drives := campaigns.New(campaigns.Deps{Store: a.store, Engine: a.engine, Keys: keys, Lists: lists, Plan: plan, Now: a.now})
+	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book, campaigns: drives})
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +189,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		}),
 		senderIDs,
 		book,
-		campaigns.New(campaigns.Deps{Store: a.store, Engine: a.engine, Keys: keys, Lists: lists, Plan: plan, Now: a.now}),
+		drives,
 		money,
 		apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
 			Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake}),

@@ -6,10 +6,12 @@ import (
 	"strings"
 
 	"github.com/tuma-sms/tuma/transport/api"
+	"github.com/tuma-sms/tuma/transport/api/campaigns"
 	"github.com/tuma-sms/tuma/transport/api/contacts"
 	"github.com/tuma-sms/tuma/transport/api/senders"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
 	"github.com/tuma-sms/tuma/transport/web"
+	campaignpages "github.com/tuma-sms/tuma/transport/web/campaigns"
 	contactpages "github.com/tuma-sms/tuma/transport/web/contacts"
 	"github.com/tuma-sms/tuma/transport/web/notifications"
 	"github.com/tuma-sms/tuma/transport/web/overview"
@@ -37,9 +39,10 @@ func (a *App) dashboard(authn web.Authenticator, acct web.Accounts, verify web.V
 
 // pageOps are the JSON API's groups whose operations pages run too.
 type pageOps struct {
-	senders  *senders.Handler
-	wallet   *wallet.Handler
-	contacts *contacts.Handler
+	senders   *senders.Handler
+	wallet    *wallet.Handler
+	contacts  *contacts.Handler
+	campaigns *campaigns.Handler
 }
 
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
@@ -65,12 +68,16 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	drives, err := campaignpages.New(site, ops.campaigns, a.store, a.cfg.SharedSenderID, a.now)
+	if err != nil {
+		return nil, err
+	}
 	return []web.Group{
 		web.NewAuthPages(site, acct, verify),
 		home,
 		site.Coming("/app/send", "Send"),
 		site.Coming("/app/messages", "Messages"),
-		site.Coming("/app/campaigns", "Campaigns"),
+		drives,
 		addressBook,
 		senderIDs,
 		money,

@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -27,6 +25,7 @@ type Store interface {
 	ApprovedSender(ctx context.Context, accountID uuid.UUID, idOrName string) (persistence.Sender, error)
 	Audience(ctx context.Context, accountID, groupID uuid.UUID) (string, []persistence.AudienceContact, error)
 	Campaigns(ctx context.Context, accountID uuid.UUID, p persistence.Page) ([]persistence.Campaign, error)
+	ListContacts(ctx context.Context, accountID uuid.UUID, f persistence.ContactFilter, p persistence.Page) ([]persistence.Contact, int64, error)
 	Campaign(ctx context.Context, accountID, id uuid.UUID) (persistence.Campaign, error)
 	SpendTrend(ctx context.Context, accountID uuid.UUID, now time.Time, days int) ([]persistence.SpendDay, error)
 	GroupResults(ctx context.Context, accountID uuid.UUID) ([]persistence.GroupResult, error)
@@ -104,8 +103,8 @@ type campaignJSON struct {
 	Reference       *string        `json:"reference"` // the caller's correlation id, on every message too
 }
 
-// deliveryRate is delivered ÷ recipients × 100, to one decimal (CONTRACT §7).
-func deliveryRate(delivered, total int) float64 {
+// DeliveryRate is delivered ÷ recipients × 100, to one decimal (CONTRACT §7).
+func DeliveryRate(delivered, total int) float64 {
 	if total <= 0 {
 		return 0
 	}
@@ -116,75 +115,9 @@ func newCampaignJSON(c persistence.Campaign) campaignJSON {
 	return campaignJSON{ID: c.ID, Name: c.Name, Message: c.Message, GroupID: c.GroupID, GroupName: c.GroupName,
 		SenderID: c.SenderID, Status: string(c.Status), ScheduledAt: api.TimestampOf(c.ScheduledAt),
 		TotalRecipients: c.TotalRecipients, TotalDelivered: c.Delivered, TotalFailed: c.Failed,
-		CostKES: api.KES(c.CostCents), DeliveryRate: deliveryRate(c.Delivered, c.TotalRecipients),
+		CostKES: api.KES(c.CostCents), DeliveryRate: DeliveryRate(c.Delivered, c.TotalRecipients),
 		CreatedAt: api.Timestamp(c.CreatedAt), StartedAt: api.TimestampOf(c.StartedAt), CompletedAt: api.TimestampOf(c.CompletedAt),
 		Reference: c.Reference}
-}
-
-// campaignInput is POST /campaigns's body, checked.
-type campaignInput struct {
-	name, message string
-	groupID       uuid.UUID
-	senderID      string
-	scheduledAt   *time.Time
-	reference     *string
-}
-
-func (h *Handler) parseCampaign(rc *fasthttp.RequestCtx) (campaignInput, error) {
-	var in struct {
-		Name        *string `json:"name"`
-		Message     *string `json:"message"`
-		GroupID     *string `json:"group_id"`
-		SenderID    *string `json:"sender_id"`
-		ScheduledAt *string `json:"scheduled_at"`
-		Reference   *string `json:"reference"`
-	}
-	if err := api.DecodeJSON(rc, &in); err != nil {
-		return campaignInput{}, err
-	}
-	var out campaignInput
-	var fe api.FieldErrors
-	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
-		fe.Add("name", "is required")
-	} else if out.name = strings.TrimSpace(*in.Name); utf8.RuneCountInString(out.name) > maxCampaignName {
-		fe.Add("name", "must be at most 100 characters")
-	}
-	switch {
-	case in.Message == nil || strings.TrimSpace(*in.Message) == "":
-		fe.Add("message", "is required")
-	case utf8.RuneCountInString(*in.Message) > maxMessageRunes:
-		fe.Add("message", fmt.Sprintf("must be at most %d characters (your text; through the shared sender ID the company "+
-			"prefix is added on top and counted in parts and cost); got %d", maxMessageRunes, utf8.RuneCountInString(*in.Message)))
-	case strings.TrimSpace(actors.RenderMergeTags(*in.Message, "", "")) == "":
-		fe.Add("message", "must have text besides its merge tags")
-	default:
-		out.message = *in.Message
-	}
-	if in.GroupID == nil {
-		fe.Add("group_id", "is required")
-	} else if id, err := uuid.Parse(*in.GroupID); err != nil {
-		fe.Add("group_id", "must be the id of one of your groups")
-	} else {
-		out.groupID = id
-	}
-	if in.SenderID != nil {
-		out.senderID = strings.TrimSpace(*in.SenderID)
-	}
-	if in.ScheduledAt != nil {
-		if at, err := time.Parse(time.RFC3339, *in.ScheduledAt); err != nil {
-			fe.Add("scheduled_at", "must be an RFC 3339 date and time, e.g. 2026-12-01T09:00:00Z")
-		} else if !at.After(h.now()) {
-			fe.Add("scheduled_at", "must be in the future")
-		} else {
-			at = at.UTC()
-			out.scheduledAt = &at
-		}
-	}
-	if in.Reference != nil && !actors.ValidReference(*in.Reference) {
-		fe.Add("reference", fmt.Sprintf("must be 1 to %d printable ASCII characters (space to ~)", actors.MaxReferenceLen))
-	}
-	out.reference = in.Reference
-	return out, fe.Err()
 }
 
 func (h *Handler) createCampaign(ctx context.Context, rc *fasthttp.RequestCtx) error {
@@ -194,7 +127,11 @@ func (h *Handler) createCampaign(ctx context.Context, rc *fasthttp.RequestCtx) e
 	p := api.Principal(rc)
 	return h.keys.Run(ctx, rc, api.Op{Scope: p.AccountID, FromResource: h.replayCampaign},
 		func(key *persistence.IdempotencyKey) error {
-			id, err := h.createCampaignOnce(ctx, rc, p.AccountID, key)
+			in, err := h.parseCampaign(rc)
+			if err != nil {
+				return err
+			}
+			id, err := h.createCampaignOnce(ctx, p.AccountID, in, key)
 			if err != nil {
 				return err
 			}
@@ -214,11 +151,7 @@ func (h *Handler) replayCampaign(ctx context.Context, accountID, id uuid.UUID) (
 	return newCampaignJSON(c), nil
 }
 
-func (h *Handler) createCampaignOnce(ctx context.Context, rc *fasthttp.RequestCtx, accountID uuid.UUID, key *persistence.IdempotencyKey) (uuid.UUID, error) {
-	in, err := h.parseCampaign(rc)
-	if err != nil {
-		return uuid.Nil, err
-	}
+func (h *Handler) createCampaignOnce(ctx context.Context, accountID uuid.UUID, in campaignInput, key *persistence.IdempotencyKey) (uuid.UUID, error) {
 	req := actors.CampaignRequest{AccountID: accountID, Idempotency: key, Reference: in.reference, Campaign: persistence.NewCampaign{
 		ID: persistence.NewID(), Name: in.name, Template: in.message, GroupID: in.groupID, ScheduledAt: in.scheduledAt}}
 	if in.senderID != "" {
@@ -329,11 +262,11 @@ func (h *Handler) campaignReport(ctx context.Context, rc *fasthttp.RequestCtx) e
 	if err != nil {
 		return err
 	}
+	rep := NewReport(c)
 	r := campaignReportJSON{Campaign: newCampaignJSON(c), CostKES: api.KES(c.CostCents), RefundedKES: api.KES(c.RefundedCents),
 		StartedAt: api.TimestampOf(c.StartedAt), CompletedAt: api.TimestampOf(c.CompletedAt)}
 	r.Stats.TotalRecipients, r.Stats.Delivered, r.Stats.Failed = c.TotalRecipients, c.Delivered, c.Failed
-	r.Stats.Pending = max(c.TotalRecipients-c.Delivered-c.Failed, 0)
-	r.Stats.DeliveryRate = deliveryRate(c.Delivered, c.TotalRecipients)
+	r.Stats.Pending, r.Stats.DeliveryRate = rep.Pending, rep.DeliveryRate
 	return api.WriteJSON(rc, http.StatusOK, r)
 }
 
@@ -344,10 +277,7 @@ func (h *Handler) cancelCampaign(ctx context.Context, rc *fasthttp.RequestCtx) e
 	if err != nil {
 		return err
 	}
-	if err := h.engine.CancelCampaign(ctx, api.Principal(rc).AccountID, id); err != nil {
-		return err
-	}
-	c, err := h.pathCampaign(ctx, rc)
+	c, err := h.Cancel(ctx, api.Principal(rc).AccountID, id)
 	if err != nil {
 		return err
 	}

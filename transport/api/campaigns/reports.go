@@ -73,7 +73,7 @@ func (h *Handler) campaignPerformance(ctx context.Context, rc *fasthttp.RequestC
 	for i, c := range list {
 		out[i] = campaignPerformanceJSON{ID: c.ID, Name: c.Name, Status: string(c.Status), GroupName: c.GroupName,
 			TotalRecipients: c.TotalRecipients, TotalDelivered: c.Delivered, TotalFailed: c.Failed, CostKES: api.KES(c.CostCents),
-			DeliveryRate:     deliveryRate(c.Delivered, c.TotalRecipients),
+			DeliveryRate:     DeliveryRate(c.Delivered, c.TotalRecipients),
 			CostPerDelivered: perUnit(c.CostCents-c.RefundedCents, int64(c.Delivered)), CreatedAt: api.Timestamp(c.CreatedAt)}
 	}
 	return api.WriteJSON(rc, http.StatusOK, out)

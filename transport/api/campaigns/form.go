@@ -1,0 +1,121 @@
+// The campaign operations the dashboard runs: the same rules and engine calls as the
+// endpoints, called with a form's values.
+
+package campaigns
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/api"
+)
+
+// formKeys keeps the keys of Create apart from the Idempotency-Keys of the account's API
+// clients and of its other forms.
+const formKeys = "campaign-form:"
+
+// Create creates a campaign as POST /campaigns does, under an idempotency key given as text
+// (the dashboard's form sets one per render; "": none). The first call with a key creates;
+// a later one with the same key and input creates nothing and returns the first one's
+// campaign, replayed true; the same key with another input is 422 idempotency_key_reused.
+// Bad input is a *api.Problem naming the fields, as the endpoint answers it.
+func (h *Handler) Create(ctx context.Context, accountID uuid.UUID, in Input, key string) (c persistence.Campaign, replayed bool, err error) {
+	create := func(k *persistence.IdempotencyKey) error {
+		ci, err := h.check(in)
+		if err != nil {
+			return err
+		}
+		id, err := h.createCampaignOnce(ctx, accountID, ci, k)
+		if err != nil {
+			return err
+		}
+		c, err = h.store.Campaign(ctx, accountID, id)
+		return err
+	}
+	if key == "" {
+		return c, false, create(nil)
+	}
+	op := api.Op{Scope: accountID, Namespace: formKeys, FromResource: func(ctx context.Context, acct, id uuid.UUID) (any, error) {
+		return h.store.Campaign(ctx, acct, id)
+	}}
+	r, err := h.keys.Do(ctx, op, key, in.fingerprint(), create)
+	if r == nil || err != nil {
+		return c, r != nil, err
+	}
+	if v, ok := r.Value.(persistence.Campaign); ok {
+		return v, true, nil
+	}
+	// A key completed by the engine names the campaign, so a replay without one is a fault.
+	return c, true, errors.New("replay of a campaign form without its campaign")
+}
+
+// Cancel stops a queued, scheduled or sending campaign as POST /campaigns/{id}/cancel does,
+// and returns it as it is now (its refund, once settled, in RefundedCents). Another
+// account's campaign is persistence.ErrNotFound.
+func (h *Handler) Cancel(ctx context.Context, accountID, id uuid.UUID) (persistence.Campaign, error) {
+	if err := h.engine.CancelCampaign(ctx, accountID, id); err != nil {
+		return persistence.Campaign{}, err
+	}
+	return h.store.Campaign(ctx, accountID, id)
+}
+
+// Report is a campaign's figures, as GET /campaigns/{id}/report gives them.
+type Report struct {
+	Campaign     persistence.Campaign
+	Pending      int     // neither delivered nor failed yet
+	DeliveryRate float64 // CONTRACT §7
+}
+
+// NewReport is c's report.
+func NewReport(c persistence.Campaign) Report {
+	return Report{Campaign: c, Pending: max(c.TotalRecipients-c.Delivered-c.Failed, 0),
+		DeliveryRate: DeliveryRate(c.Delivered, c.TotalRecipients)}
+}
+
+// PreviewSize is how many of a group's contacts a preview renders.
+const PreviewSize = 3
+
+// Preview is a campaign's message as the first contacts of its group would receive it.
+type Preview struct {
+	Total int64 // the group's active contacts
+	Lines []PreviewLine
+}
+
+// PreviewLine is one contact's message: the template with its merge tags rendered by the
+// engine's own function, and its parts (before any company prefix the shared sender ID adds).
+type PreviewLine struct {
+	Phone, FirstName, LastName string
+	Text                       string
+	Parts                      int
+	Unicode                    bool // UCS-2: fewer characters a part
+}
+
+// Preview renders message for the newest PreviewSize active contacts of one of the
+// account's groups (another account's group has none). A message the rules refuse is a 422
+// naming the message field.
+func (h *Handler) Preview(ctx context.Context, accountID, groupID uuid.UUID, message string) (Preview, error) {
+	if msg := checkMessage(&message); msg != "" {
+		return Preview{}, api.Invalid(api.FieldError{Field: "message", Message: msg})
+	}
+	cs, total, err := h.store.ListContacts(ctx, accountID, persistence.ContactFilter{GroupID: &groupID},
+		persistence.Page{Number: 1, Size: PreviewSize})
+	if err != nil {
+		return Preview{}, err
+	}
+	p := Preview{Total: total}
+	for _, c := range cs {
+		text := actors.RenderMergeTags(message, c.FirstName, c.LastName)
+		seg := carriers.Segment(text)
+		p.Lines = append(p.Lines, PreviewLine{Phone: c.Phone, FirstName: c.FirstName, LastName: c.LastName, Text: text,
+			Parts: seg.Parts, Unicode: seg.Encoding == carriers.UCS2})
+	}
+	return p, nil
+}
+
+// MaxMessageRunes is the longest message a campaign takes, in characters, as written.
+const MaxMessageRunes = maxMessageRunes
