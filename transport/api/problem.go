@@ -81,6 +81,10 @@ func TooManyRequests(code, detail string, retryAfter time.Duration) error {
 	return p
 }
 
+// ProblemOf is the problem an error is answered with (for pages that show it in a form
+// rather than as an error page): problemFor.
+func ProblemOf(err error) *Problem { return problemFor(err) }
+
 // problemFor is the one place where errors become HTTP statuses. Domain packages return typed
 // errors; anything unrecognised is a 500 that reveals nothing about its cause.
 func problemFor(err error) *Problem {

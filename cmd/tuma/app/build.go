@@ -168,7 +168,10 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	book := contacts.New(contacts.Options{RequestTimeout: cfg.RequestTimeout, ImportWorkers: cfg.ImportWorkers}, contacts.Deps{
 		Log: log, Store: a.store, Lists: lists, Plan: plan,
 	})
-	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book})
+	sending := sms.New(sms.Options{DeliveryRate: perPeriod(cfg.DeliveryChecksPerMinute, time.Minute)}, sms.Deps{
+		Store: a.store, Engine: a.engine, Keys: keys, Limiter: limiter, Lists: lists, Plan: plan,
+	})
+	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book, sms: sending})
 	if err != nil {
 		return nil, err
 	}
@@ -181,9 +184,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	},
 		acct,
 		verify,
-		sms.New(sms.Options{DeliveryRate: perPeriod(cfg.DeliveryChecksPerMinute, time.Minute)}, sms.Deps{
-			Store: a.store, Engine: a.engine, Keys: keys, Limiter: limiter, Lists: lists, Plan: plan,
-		}),
+		sending,
 		senderIDs,
 		book,
 		campaigns.New(campaigns.Deps{Store: a.store, Engine: a.engine, Keys: keys, Lists: lists, Plan: plan, Now: a.now}),

@@ -8,11 +8,14 @@ import (
 	"github.com/tuma-sms/tuma/transport/api"
 	"github.com/tuma-sms/tuma/transport/api/contacts"
 	"github.com/tuma-sms/tuma/transport/api/senders"
+	"github.com/tuma-sms/tuma/transport/api/sms"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
 	"github.com/tuma-sms/tuma/transport/web"
 	contactpages "github.com/tuma-sms/tuma/transport/web/contacts"
+	"github.com/tuma-sms/tuma/transport/web/messages"
 	"github.com/tuma-sms/tuma/transport/web/notifications"
 	"github.com/tuma-sms/tuma/transport/web/overview"
+	"github.com/tuma-sms/tuma/transport/web/send"
 	sendersweb "github.com/tuma-sms/tuma/transport/web/senders"
 	walletweb "github.com/tuma-sms/tuma/transport/web/wallet"
 )
@@ -40,6 +43,7 @@ type pageOps struct {
 	senders  *senders.Handler
 	wallet   *wallet.Handler
 	contacts *contacts.Handler
+	sms      *sms.Handler
 }
 
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
@@ -65,11 +69,19 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	sendForm, err := send.New(site, ops.sms, a.store, ops.senders.SharedSender())
+	if err != nil {
+		return nil, err
+	}
+	sent, err := messages.New(site, ops.sms)
+	if err != nil {
+		return nil, err
+	}
 	return []web.Group{
 		web.NewAuthPages(site, acct, verify),
 		home,
-		site.Coming("/app/send", "Send"),
-		site.Coming("/app/messages", "Messages"),
+		sendForm,
+		sent,
 		site.Coming("/app/campaigns", "Campaigns"),
 		addressBook,
 		senderIDs,
