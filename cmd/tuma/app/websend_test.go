@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 var sendKeyRE = regexp.MustCompile(`name="idempotency_key" value="([^"]+)"`)
@@ -53,6 +54,19 @@ func TestSendPageSendsOnce(t *testing.T) {
 	if strings.Contains(counter, "<html") {
 		t.Error("the counter came with the layout")
 	}
+	// Without script: Check shows the same counter in the page, and the look-alike fix is a
+	// button that sends the plain text back.
+	curly := url.Values{"recipients": {"0712000001"}, "message": {"It’s “done”"}, "idempotency_key": {form.Get("idempotency_key")}}
+	checked := p.post("/app/send", "/app/send/check", curly).expect(t, http.StatusOK, "").Body
+	if !strings.Contains(checked, "Unicode (UCS-2)") || !strings.Contains(checked, `name="use_suggestion" value="It&#39;s &#34;done&#34;"`) {
+		t.Errorf("the checked form:\n%.4000s", checked)
+	}
+	curly.Set("use_suggestion", `It's "done"`)
+	checked = p.post("/app/send", "/app/send/check", curly).expect(t, http.StatusOK, "").Body
+	if !strings.Contains(checked, "GSM-7: 160") || !strings.Contains(checked, `>It&#39;s &#34;done&#34;</textarea>`) {
+		t.Errorf("the fix taken without script:\n%.4000s", checked)
+	}
+
 	review := p.post("/app/send", "/app/send/review", form).expect(t, http.StatusOK, "").Body
 	if !strings.Contains(review, "Send this message?") || !strings.Contains(review, `value="`+form.Get("idempotency_key")+`"`) {
 		t.Fatalf("the confirmation:\n%s", review)
@@ -157,4 +171,87 @@ func TestSendPageRefusals(t *testing.T) {
 			t.Errorf("%s does not show the text:\n%.3000s", path, body)
 		}
 	}
+}
+
+// A person types a message and sees the counter follow, takes the look-alike fix, confirms,
+// sends to three numbers on three networks, and sees them delivered in Messages.
+func TestSendPageInBrowser(t *testing.T) {
+	n := startNode(t, fastSims)
+	a := n.register("send-browser@example.com")
+	n.credit(a, "100")
+	b := n.tab(t)
+	b.signInAs(a)
+	b.open("/app/send")
+	b.waitText("Type a message to see its length")
+
+	b.fill("Phone numbers", "0712000001\n0733000002, 0770000003")
+	b.fill("Message", "Hello there")
+	b.waitText("3 valid: Safaricom 1, Airtel 1, Telkom 1")
+	b.waitText("GSM-7: 160 characters")
+	// count is the counter's value for a term ("Cost", "SMS parts per number").
+	count := func(term string) string {
+		return b.eval(`const [term] = arguments;
+			const dt = [...document.querySelectorAll('#counter dt')].find(d => d.innerText.trim() === term);
+			return dt ? dt.nextElementSibling.innerText.trim() : '';`, term)
+	}
+	waitCount := func(term, want string) {
+		t.Helper()
+		deadline := time.Now().Add(tabWait)
+		for count(term) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("the counter's %s is %q; want %q:\n%s", term, count(term), want, b.text())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitCount("SMS parts per number", "1")
+	waitCount("Cost", "KES 1.50")
+	waitCount("Balance after", "KES 98.50")
+
+	// Curly quotes and an ellipsis make it Unicode, in two parts; the fix puts plain ones in,
+	// in one click, and the counter follows.
+	const curly = "It’s ready… collect your order at the shop on Moi Avenue before six o’clock today"
+	const plain = "It's ready... collect your order at the shop on Moi Avenue before six o'clock today"
+	b.fill("Message", curly)
+	b.waitText("Unicode (UCS-2)")
+	b.waitText("Replacing look-alike characters")
+	waitCount("SMS parts per number", "2")
+	waitCount("Cost", "KES 3.00")
+	b.check("send-counter")
+	b.click("Use plain characters")
+	b.waitFunc("the plain text in the message", `return document.getElementById('f-message').value === "`+plain+`" ? 'yes' : '';`)
+	b.waitText("GSM-7: 160 characters")
+	waitCount("SMS parts per number", "1")
+	waitCount("Cost", "KES 1.50")
+	if strings.Contains(b.text(), "Replacing look-alike characters") {
+		t.Errorf("the fix is still offered after it was taken:\n%s", b.text())
+	}
+
+	b.submit("Review and send")
+	b.waitText("Send this message?")
+	b.waitText(plain)
+	b.check("send-confirm")
+	b.submit("Send now")
+	b.waitPath("/app/messages?job_id=")
+	b.waitText("Sent to 3 numbers")
+	list := b.path()
+
+	// The simulated networks deliver them: the list shows it (the page reloaded until then).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := b.eval(`return String([...document.querySelectorAll('td[data-label=Status]')].filter(td => td.innerText.trim() === 'Delivered').length);`)
+		if got == "3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s messages delivered; the page shows:\n%s", got, b.text())
+		}
+		time.Sleep(100 * time.Millisecond)
+		b.open(list)
+	}
+	b.check("messages")
+	b.click("+254770000003")
+	b.waitText("Timeline")
+	b.waitText("The phone received it")
+	b.check("message")
 }

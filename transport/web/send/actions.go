@@ -30,6 +30,9 @@ func (p *Page) check(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	if len(rc.Request.Header.Peek("HX-Request")) > 0 { // the counter's request, sent here by a button's formaction
+		return p.views.Fragment(rc, http.StatusOK, "send", "counter", c)
+	}
 	return p.render(ctx, rc, http.StatusOK, f, c, nil)
 }
 

@@ -9,8 +9,10 @@
     var field = document.getElementById(b.dataset.useText);
     if (!field) return;
     e.preventDefault();
+    // Focus first: htmx takes the last button clicked, while it has focus, as the submitter
+    // of the counter's request (and its formaction as the address).
+    field.focus();
     field.value = b.value;
     field.dispatchEvent(new Event('input', {bubbles: true}));
-    field.focus();
   });
 })();
