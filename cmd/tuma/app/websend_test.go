@@ -255,3 +255,49 @@ func TestSendPageInBrowser(t *testing.T) {
 	b.waitText("The phone received it")
 	b.check("message")
 }
+
+// A contact group is sent to as its active contacts' numbers, with the numbers typed; another
+// tenant's group is refused beside the field, and sends nothing.
+func TestSendPageToGroup(t *testing.T) {
+	n := startNode(t, fastSims)
+	a, other := n.register("send-group@example.com"), n.register("send-group-other@example.com")
+	n.credit(a, "100")
+	g := n.group(a, "Customers <VIP>")
+	n.contact(a, g, "0712000001", "Amina", "Otieno")
+	n.contact(a, g, "0733000002", "Brian", "Kamau")
+	optedOut := n.newContact(a, "0712000009", "Gone")
+	if r := n.do("DELETE", "/contacts/"+optedOut, nil, key(a)...); r.Status != 204 {
+		t.Fatalf("delete contact = %d", r.Status)
+	}
+	theirs := n.group(other, "Theirs")
+	n.contact(other, theirs, "0712000005", "Other", "Person")
+	p := n.pages(t)
+	p.signIn(a)
+	messages := func() int64 { return n.sqlInt(`SELECT count(*) FROM messages WHERE account_id = $1`, a.ID) }
+
+	if body := p.get("/app/send").Body; !strings.Contains(body, "Customers &lt;VIP&gt; (2 contacts)") {
+		t.Errorf("the form does not offer the group:\n%.4000s", body)
+	}
+	form := p.sendForm("0712000001\n0770000003", "Hello")
+	form.Set("group_id", g)
+	if c := p.post("/app/send", "/app/send/quote", form).Body; !strings.Contains(c, "3 valid: Safaricom 1, Airtel 1, Telkom 1; 1 repeated") {
+		t.Errorf("the counter with the group:\n%s", c)
+	}
+	if r := p.post("/app/send", "/app/send/review", form).expect(t, http.StatusOK, "").Body; !strings.Contains(r, "(with the group Customers &lt;VIP&gt; (2 contacts))") {
+		t.Errorf("the confirmation does not name the group:\n%.4000s", r)
+	}
+	p.post("/app/send", "/app/send", form).expect(t, http.StatusSeeOther, "")
+	if got := messages(); got != 3 {
+		t.Errorf("%d messages to the numbers and the group; want 3", got)
+	}
+
+	form = p.sendForm("", "Hello")
+	form.Set("group_id", theirs)
+	r := p.post("/app/send", "/app/send", form)
+	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `id="f-group_id-error"`) || !strings.Contains(r.Body, "is not one of your contact groups") {
+		t.Errorf("another tenant's group = %d:\n%.4000s", r.Status, r.Body)
+	}
+	if got := messages(); got != 3 {
+		t.Errorf("another tenant's group sent: %d messages", got)
+	}
+}
