@@ -60,6 +60,29 @@ func TestMessagesPages(t *testing.T) {
 	if body := p.get("/app/messages?status=failed").expect(t, http.StatusOK, "").Body; !strings.Contains(body, "No messages match these filters") {
 		t.Errorf("no failed messages:\n%.3000s", body)
 	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+	for query, want := range map[string]int{"network=airtel": 1, "network=telkom": 0, "from=" + today + "&to=" + today: 2,
+		"to=" + yesterday: 0, "from=" + today + "&network=safaricom&reference=order-77": 1} {
+		body := p.get("/app/messages?" + query).expect(t, http.StatusOK, "").Body
+		if got := len(messageLinkRE.FindAllString(body, -1)); got != want {
+			t.Errorf("?%s lists %d messages; want %d:\n%.3000s", query, got, want, body)
+		}
+	}
+	if r := p.get("/app/messages?to=yesterday"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, `id="f-to-error"`) ||
+		!strings.Contains(r.Body, "must be a date, YYYY-MM-DD") {
+		t.Errorf("a bad date = %d:\n%.3000s", r.Status, r.Body)
+	}
+	if r := p.get("/app/messages?from=" + today + "&to=" + yesterday); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "must not be before from") {
+		t.Errorf("a range ending before it starts = %d:\n%.3000s", r.Status, r.Body)
+	}
+	// The same filters in the API's list.
+	if m := n.do("GET", "/sms/messages?network=airtel&from="+today+"&to="+today, nil, key(a)...).json(t); m["total"] != 1.0 {
+		t.Errorf("GET /sms/messages?network=airtel = %v", m)
+	}
+	n.do("GET", "/sms/messages?from=today", nil, key(a)...).problem(t, http.StatusBadRequest, "malformed_query")
+	n.do("GET", "/sms/messages?from="+today+"&to="+yesterday, nil, key(a)...).problem(t, http.StatusUnprocessableEntity, "validation_failed")
+	n.do("GET", "/sms/messages?network=orange", nil, key(a)...).problem(t, http.StatusUnprocessableEntity, "validation_failed")
 	if r := p.get("/app/messages?status=bogus"); r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, `id="f-status-error"`) {
 		t.Errorf("a bad status filter = %d:\n%.3000s", r.Status, r.Body)
 	}

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
 	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/api"
 )
@@ -63,12 +65,29 @@ func (h *Handler) listMessages(ctx context.Context, rc *fasthttp.RequestCtx) err
 
 // Messages is a page of the account's messages, newest first, as GET /sms/messages lists
 // them: the filters and the page come from the request's query (status, job_id, campaign_id,
-// reference; page, page_size or cursor). A bad value is a 422 naming it, a forged cursor 400.
+// network, from and to (UTC days, both included), reference; page, page_size or cursor). A bad value is a 422 naming it, a forged cursor 400.
 func (h *Handler) Messages(ctx context.Context, rc *fasthttp.RequestCtx, acct uuid.UUID) (api.Envelope[persistence.Message], error) {
 	q := api.NewQuery(rc)
 	f := persistence.MessageFilter{Status: api.Enum(q, "status", persistence.MessageStatuses()...),
 		JobID: q.UUID("job_id"), CampaignID: q.UUID("campaign_id")}
 	filters := []string{"status=" + string(f.Status), "job_id=" + api.OptID(f.JobID), "campaign_id=" + api.OptID(f.CampaignID)}
+	// Only when given, so cursors issued without them stay valid.
+	if net := api.Enum(q, "network", "safaricom", "airtel", "telkom"); net != "" {
+		f.Network, _ = carriers.ParseNetwork(net)
+		filters = append(filters, "network="+net)
+	}
+	f.From, f.To = day(q, "from"), day(q, "to")
+	if f.From != nil {
+		filters = append(filters, "from="+f.From.Format(time.DateOnly))
+	}
+	if f.To != nil {
+		if f.From != nil && f.To.Before(*f.From) {
+			q.Invalid("to", "must not be before from")
+		}
+		filters = append(filters, "to="+f.To.Format(time.DateOnly))
+		end := f.To.AddDate(0, 0, 1) // to is a whole day: the messages before the next one
+		f.To = &end
+	}
 	if ref := q.Text("reference"); ref != "" {
 		if !actors.ValidReference(ref) {
 			q.Invalid("reference", fmt.Sprintf("must be 1 to %d printable ASCII characters (space to ~)", actors.MaxReferenceLen))
@@ -88,6 +107,20 @@ func (h *Handler) Messages(ctx context.Context, rc *fasthttp.RequestCtx, acct uu
 		return api.Envelope[persistence.Message]{}, err
 	}
 	return api.NewEnvelope(msgs, total, page, l, func(m persistence.Message) uuid.UUID { return m.ID }), nil
+}
+
+// day reads a date parameter (YYYY-MM-DD, a UTC day); another form is malformed.
+func day(q *api.Query, name string) *time.Time {
+	v := q.Text(name)
+	if v == "" {
+		return nil
+	}
+	d, err := time.Parse(time.DateOnly, v)
+	if err != nil {
+		q.Malformed(name, "must be a date, YYYY-MM-DD")
+		return nil
+	}
+	return &d
 }
 
 // Message is one of the account's messages (GET /sms/messages/{id}); another account's is

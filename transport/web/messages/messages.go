@@ -54,7 +54,7 @@ func (p *Page) RegisterPages(r *web.Router) {
 }
 
 // filters are the list's filters, as the address and the API name them.
-var filters = []string{"status", "job_id", "campaign_id", "reference"}
+var filters = []string{"status", "network", "from", "to", "job_id", "campaign_id", "reference"}
 
 type option struct{ Value, Label string }
 
@@ -66,10 +66,13 @@ var statuses = []option{
 	{string(persistence.MessageFailed), "Failed"},
 }
 
+var networks = []option{{"", "Any network"}, {"safaricom", "Safaricom"}, {"airtel", "Airtel"}, {"telkom", "Telkom"}}
+
 // listData is what the list shows.
 type listData struct {
 	Filter   *web.Form
 	Statuses []option
+	Networks []option
 	Filtered bool // a filter is set
 	Rows     []row
 	Total    int64
@@ -91,7 +94,7 @@ func newRow(m persistence.Message) row {
 
 func (p *Page) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	q := rc.QueryArgs()
-	d := listData{Filter: web.NewForm(), Statuses: statuses}
+	d := listData{Filter: web.NewForm(), Statuses: statuses, Networks: networks}
 	keep := url.Values{}
 	for _, f := range filters {
 		if v := string(q.Peek(f)); v != "" {
