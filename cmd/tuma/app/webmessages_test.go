@@ -64,7 +64,7 @@ func TestMessagesPages(t *testing.T) {
 	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
 	for query, want := range map[string]int{"network=airtel": 1, "network=telkom": 0, "from=" + today + "&to=" + today: 2,
 		"to=" + yesterday: 0, "from=" + today + "&network=safaricom&reference=order-77": 1} {
-		body := p.get("/app/messages?" + query).expect(t, http.StatusOK, "").Body
+		body := p.get("/app/messages?"+query).expect(t, http.StatusOK, "").Body
 		if got := len(messageLinkRE.FindAllString(body, -1)); got != want {
 			t.Errorf("?%s lists %d messages; want %d:\n%.3000s", query, got, want, body)
 		}
