@@ -144,4 +144,25 @@ func TestMessagesPageLiveCheck(t *testing.T) {
 	if !strings.Contains(body, "Checked with Safaricom just now:") {
 		t.Errorf("after the check:\n%.3000s", body)
 	}
+
+	// The list in pages, newest first, by cursor; the filter carried from page to page.
+	if r := n.send(a, map[string]any{"recipients": numbers(24, 100), "message": "Page me"}); r.Status != 202 {
+		t.Fatalf("send = %d %s", r.Status, r.Body)
+	}
+	first := p.get("/app/messages").expect(t, http.StatusOK, "").Body
+	older := regexp.MustCompile(`href="(/app/messages\?cursor=[^"]+)">Older messages`).FindStringSubmatch(first)
+	if got := len(messageLinkRE.FindAllString(first, -1)); got != 20 || older == nil || strings.Contains(first, "Newest messages") {
+		t.Fatalf("the first page lists %d messages:\n%.3000s", got, first)
+	}
+	second := p.get(strings.ReplaceAll(older[1], "&amp;", "&")).expect(t, http.StatusOK, "").Body
+	if got := len(messageLinkRE.FindAllString(second, -1)); got != 5 || !strings.Contains(second, "Newest messages") || strings.Contains(second, "Older messages") {
+		t.Errorf("the second page lists %d messages:\n%.3000s", got, second)
+	}
+	seen := map[string]bool{}
+	for _, m := range append(messageLinkRE.FindAllStringSubmatch(first, -1), messageLinkRE.FindAllStringSubmatch(second, -1)...) {
+		seen[m[1]] = true
+	}
+	if len(seen) != 25 || !seen[id] {
+		t.Errorf("the two pages list %d messages in all; want the 25", len(seen))
+	}
 }

@@ -217,7 +217,7 @@ func TestSendPageInBrowser(t *testing.T) {
 	b.waitText("Replacing look-alike characters")
 	waitCount("SMS parts per number", "2")
 	waitCount("Cost", "KES 3.00")
-	b.check("send-counter")
+	b.checkWidths("send-counter")
 	b.click("Use plain characters")
 	b.waitFunc("the plain text in the message", `return document.getElementById('f-message').value === "`+plain+`" ? 'yes' : '';`)
 	b.waitText("GSM-7: 160 characters")
@@ -230,7 +230,7 @@ func TestSendPageInBrowser(t *testing.T) {
 	b.submit("Review and send")
 	b.waitText("Send this message?")
 	b.waitText(plain)
-	b.check("send-confirm")
+	b.checkWidths("send-confirm")
 	b.submit("Send now")
 	b.waitPath("/app/messages?job_id=")
 	b.waitText("Sent to 3 numbers")
@@ -249,11 +249,11 @@ func TestSendPageInBrowser(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		b.open(list)
 	}
-	b.check("messages")
+	b.checkWidths("messages")
 	b.click("+254770000003")
 	b.waitText("Timeline")
 	b.waitText("The phone received it")
-	b.check("message")
+	b.checkWidths("message")
 }
 
 // A contact group is sent to as its active contacts' numbers, with the numbers typed; another
