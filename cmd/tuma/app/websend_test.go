@@ -250,7 +250,7 @@ func TestSendPageInBrowser(t *testing.T) {
 		b.open(list)
 	}
 	b.checkWidths("messages")
-	b.click("+254770000003")
+	b.submit("+254770000003")
 	b.waitText("Timeline")
 	b.waitText("The phone received it")
 	b.checkWidths("message")
