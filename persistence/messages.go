@@ -113,6 +113,8 @@ type MessageFilter struct {
 	JobID      *uuid.UUID
 	CampaignID *uuid.UUID
 	Reference  *string // the messages of the account's jobs with this reference
+	Network    carriers.Network
+	From, To   *time.Time // accepted at or after From, and before To
 }
 
 // ListMessages returns a page of the account's messages, newest first, and the total.
@@ -134,6 +136,18 @@ func (s *Store) ListMessages(ctx context.Context, accountID uuid.UUID, f Message
 		args = append(args, *f.CampaignID)
 		where = append(where, fmt.Sprintf("m.campaign_id = $%d", len(args)))
 	}
+	if f.Network != carriers.NetworkUnknown {
+		args = append(args, int16(f.Network))
+		where = append(where, fmt.Sprintf("m.network = $%d", len(args)))
+	}
+	if f.From != nil {
+		args = append(args, *f.From)
+		where = append(where, fmt.Sprintf("m.created_at >= $%d", len(args)))
+	}
+	if f.To != nil {
+		args = append(args, *f.To)
+		where = append(where, fmt.Sprintf("m.created_at < $%d", len(args)))
+	}
 	from := "messages m"
 	if f.Reference != nil {
 		args = append(args, *f.Reference)
@@ -147,7 +161,7 @@ func (s *Store) ListMessages(ctx context.Context, accountID uuid.UUID, f Message
 
 	var total int64
 	var err error
-	if f.JobID == nil && f.CampaignID == nil && f.Reference == nil {
+	if f.JobID == nil && f.CampaignID == nil && f.Reference == nil && f.Network == carriers.NetworkUnknown && f.From == nil && f.To == nil {
 		// The live counts answer without scanning a large account's messages.
 		total, err = s.countFromCounters(ctx, accountID, f.Status)
 	} else {

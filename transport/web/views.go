@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -125,11 +124,15 @@ func (v *Views) Fragment(rc *fasthttp.RequestCtx, status int, name, block string
 }
 
 // RenderForm shows a form again after its operation failed with a problem the form can
-// show (400, 401, 409, 422: its fields' errors beside them, or a message above), with the
-// problem's status. Any other error is returned for the chain's error page.
+// show (400, 401, 402, 409, 422: its fields' errors beside them, or a message above), with
+// the problem's status; a domain error is shown as the API answers it (an insufficient
+// balance is a 402 with its detail). Any other error is returned for the chain's error page.
 func (v *Views) RenderForm(ctx context.Context, rc *fasthttp.RequestCtx, name string, p *Page, err error) error {
-	var prob *api.Problem
-	if !errors.As(err, &prob) || !formShows(prob.Status) {
+	if err == nil {
+		return nil
+	}
+	prob := api.ProblemOf(err)
+	if !formShows(prob.Status) {
 		return err
 	}
 	if p.Form == nil {
@@ -141,7 +144,7 @@ func (v *Views) RenderForm(ctx context.Context, rc *fasthttp.RequestCtx, name st
 
 func formShows(status int) bool {
 	switch status {
-	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict, http.StatusUnprocessableEntity:
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusPaymentRequired, http.StatusConflict, http.StatusUnprocessableEntity:
 		return true
 	}
 	return false

@@ -171,7 +171,10 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		Log: log, Store: a.store, Lists: lists, Plan: plan,
 	})
 	drives := campaigns.New(campaigns.Deps{Store: a.store, Engine: a.engine, Keys: keys, Lists: lists, Plan: plan, Now: a.now})
-	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book, campaigns: drives})
+	sending := sms.New(sms.Options{DeliveryRate: perPeriod(cfg.DeliveryChecksPerMinute, time.Minute)}, sms.Deps{
+		Store: a.store, Engine: a.engine, Keys: keys, Limiter: limiter, Lists: lists, Plan: plan,
+	})
+	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book, campaigns: drives, sms: sending})
 	if err != nil {
 		return nil, err
 	}
@@ -184,9 +187,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	},
 		acct,
 		verify,
-		sms.New(sms.Options{DeliveryRate: perPeriod(cfg.DeliveryChecksPerMinute, time.Minute)}, sms.Deps{
-			Store: a.store, Engine: a.engine, Keys: keys, Limiter: limiter, Lists: lists, Plan: plan,
-		}),
+		sending,
 		senderIDs,
 		book,
 		drives,

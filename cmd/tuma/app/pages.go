@@ -9,12 +9,15 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/campaigns"
 	"github.com/tuma-sms/tuma/transport/api/contacts"
 	"github.com/tuma-sms/tuma/transport/api/senders"
+	"github.com/tuma-sms/tuma/transport/api/sms"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
 	"github.com/tuma-sms/tuma/transport/web"
 	campaignpages "github.com/tuma-sms/tuma/transport/web/campaigns"
 	contactpages "github.com/tuma-sms/tuma/transport/web/contacts"
+	"github.com/tuma-sms/tuma/transport/web/messages"
 	"github.com/tuma-sms/tuma/transport/web/notifications"
 	"github.com/tuma-sms/tuma/transport/web/overview"
+	"github.com/tuma-sms/tuma/transport/web/send"
 	sendersweb "github.com/tuma-sms/tuma/transport/web/senders"
 	walletweb "github.com/tuma-sms/tuma/transport/web/wallet"
 )
@@ -43,6 +46,7 @@ type pageOps struct {
 	wallet    *wallet.Handler
 	contacts  *contacts.Handler
 	campaigns *campaigns.Handler
+	sms       *sms.Handler
 }
 
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
@@ -68,6 +72,14 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	sendForm, err := send.New(site, ops.sms, a.store, ops.senders.SharedSender())
+	if err != nil {
+		return nil, err
+	}
+	sent, err := messages.New(site, ops.sms)
+	if err != nil {
+		return nil, err
+	}
 	drives, err := campaignpages.New(site, ops.campaigns, a.store, a.cfg.SharedSenderID, a.now)
 	if err != nil {
 		return nil, err
@@ -75,8 +87,8 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	return []web.Group{
 		web.NewAuthPages(site, acct, verify),
 		home,
-		site.Coming("/app/send", "Send"),
-		site.Coming("/app/messages", "Messages"),
+		sendForm,
+		sent,
 		drives,
 		addressBook,
 		senderIDs,
