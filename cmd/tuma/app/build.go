@@ -171,7 +171,9 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		Log: log, Store: a.store, Lists: lists, Plan: plan,
 	})
 	drives := campaigns.New(campaigns.Deps{Store: a.store, Engine: a.engine, Keys: keys, Lists: lists, Plan: plan, Now: a.now})
-	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book, campaigns: drives})
+	hooks := apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
+		Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake})
+	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book, campaigns: drives, webhooks: hooks})
 	if err != nil {
 		return nil, err
 	}
@@ -191,8 +193,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		book,
 		drives,
 		money,
-		apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
-			Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake}),
+		hooks,
 		notifications.New(a.store),
 		admin.New(a.simControl()),
 		sandbox.New(sandbox.Options{On: sandboxOn, Secret: cfg.PaymentSecretKey, PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},

@@ -10,6 +10,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/contacts"
 	"github.com/tuma-sms/tuma/transport/api/senders"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
+	apiwebhooks "github.com/tuma-sms/tuma/transport/api/webhooks"
 	"github.com/tuma-sms/tuma/transport/web"
 	campaignpages "github.com/tuma-sms/tuma/transport/web/campaigns"
 	contactpages "github.com/tuma-sms/tuma/transport/web/contacts"
@@ -17,6 +18,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/web/overview"
 	sendersweb "github.com/tuma-sms/tuma/transport/web/senders"
 	walletweb "github.com/tuma-sms/tuma/transport/web/wallet"
+	webhookpages "github.com/tuma-sms/tuma/transport/web/webhooks"
 )
 
 // dashboard builds the web app: the plumbing (sessions, CSRF, layout, assets) and every page
@@ -43,6 +45,7 @@ type pageOps struct {
 	wallet    *wallet.Handler
 	contacts  *contacts.Handler
 	campaigns *campaigns.Handler
+	webhooks  *apiwebhooks.Handler
 }
 
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
@@ -72,6 +75,10 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	hooks, err := webhookpages.New(site, ops.webhooks)
+	if err != nil {
+		return nil, err
+	}
 	return []web.Group{
 		web.NewAuthPages(site, acct, verify),
 		home,
@@ -82,6 +89,7 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 		senderIDs,
 		money,
 		site.Coming("/app/developers", "Developers"),
+		hooks, // under /app/developers: its nav entry is Developers
 		inbox,
 	}, nil
 }
