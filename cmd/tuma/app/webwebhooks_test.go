@@ -5,7 +5,9 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // hookForm is the create or edit form's fields.
@@ -200,4 +202,94 @@ func TestDashboardWebhooksOtherTenant(t *testing.T) {
 		n.sqlInt(`SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, id) != 1 {
 		t.Errorf("another tenant's forms changed the endpoint or its log")
 	}
+}
+
+// logRows is the delivery log's rows on the tab, newest first: "status code" each.
+func (b *tab) logRows() []string {
+	b.t.Helper()
+	out := b.eval(`return [...document.querySelectorAll('#log tbody tr')].map(tr =>
+		tr.querySelector('[data-label=Status]').innerText.trim() + ' ' + tr.querySelector('[data-label="Last answer"]').innerText.trim().split('\n')[0]).join('|');`)
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "|")
+}
+
+// reloadUntil loads the tab's page again (its address without the fragment) until the log's
+// rows satisfy ok, up to 20 s.
+func (b *tab) reloadUntil(what string, ok func(rows []string) bool) {
+	b.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		path, _, _ := strings.Cut(b.path(), "#")
+		b.open(path)
+		rows := b.logRows()
+		if ok(rows) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("the log of %s never showed %s; it shows %q", path, what, rows)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// A person adds an endpoint to a receiver, sends a test event and sees it succeed in the log;
+// the receiver fails the next one, which the log shows failed with its 500; once the receiver
+// is fixed, Retry delivers it. Every page passes the accessibility check.
+func TestDashboardWebhooksInBrowser(t *testing.T) {
+	n := startNode(t, hookEnv())
+	var broken atomic.Bool
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		if broken.Load() {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	a := n.register("hookbrowser@example.com")
+	b := n.tab(t)
+	b.signInAs(a)
+	b.open("/app/developers/webhooks")
+	b.waitText("No endpoints yet")
+	b.check("webhooks-empty")
+
+	b.fill("Endpoint URL", rc.srv.URL+"/tuma")
+	b.fill("Description", "Orders <b>system</b>")
+	b.submit("Add endpoint")
+	b.waitText("Copy it now: it is not shown again.")
+	if s := b.eval(`return document.getElementById('secret').innerText;`); !strings.HasPrefix(s, "whsec_") {
+		t.Errorf("the secret shown is %q", s)
+	}
+	b.waitText("Orders <b>system</b>") // as text, not markup
+	b.check("webhook-created")
+
+	b.submit("Send test event")
+	b.waitText("A test event is on its way")
+	b.reloadUntil("the test succeeded", func(rows []string) bool { return len(rows) == 1 && rows[0] == "Succeeded 204" })
+	if got := rc.deliveries(); len(got) != 1 || len(got[0].Events) != 1 || got[0].Events[0].Type != "webhook.test" {
+		t.Errorf("the receiver got %+v; want one webhook.test", got)
+	}
+	b.checkWidths("webhook-log")
+
+	broken.Store(true)
+	b.submit("Send test event")
+	b.reloadUntil("the second test failed with its 500", func(rows []string) bool { return len(rows) == 2 && rows[0] == "Failed 500" })
+
+	broken.Store(false)
+	b.fill("Status", "failed")
+	b.submit("Show")
+	b.reloadUntil("only the failed delivery", func(rows []string) bool { return len(rows) == 1 && rows[0] == "Failed 500" })
+	b.check("webhook-log-failed")
+	b.submit("Retry")
+	b.waitText("The delivery is due again now.")
+	b.open(strings.TrimSuffix(strings.SplitN(b.path(), "?", 2)[0], "#log"))
+	b.reloadUntil("the retried delivery succeeded", func(rows []string) bool {
+		return len(rows) == 2 && rows[0] == "Succeeded 204" && rows[1] == "Succeeded 204"
+	})
+
+	b.click("Delete endpoint")
+	b.submit("Delete this endpoint")
+	b.waitText("Deleted the endpoint")
+	b.waitText("No endpoints yet")
 }
