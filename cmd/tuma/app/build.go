@@ -174,7 +174,10 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	sending := sms.New(sms.Options{DeliveryRate: perPeriod(cfg.DeliveryChecksPerMinute, time.Minute)}, sms.Deps{
 		Store: a.store, Engine: a.engine, Keys: keys, Limiter: limiter, Lists: lists, Plan: plan,
 	})
-	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book, campaigns: drives, sms: sending})
+	hooks := apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
+		Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake})
+	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book,
+		campaigns: drives, sms: sending, webhooks: hooks})
 	if err != nil {
 		return nil, err
 	}
@@ -192,8 +195,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		book,
 		drives,
 		money,
-		apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
-			Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake}),
+		hooks,
 		notifications.New(a.store),
 		admin.New(a.simControl()),
 		sandbox.New(sandbox.Options{On: sandboxOn, Secret: cfg.PaymentSecretKey, PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},

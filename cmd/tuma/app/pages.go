@@ -11,6 +11,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/senders"
 	"github.com/tuma-sms/tuma/transport/api/sms"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
+	apiwebhooks "github.com/tuma-sms/tuma/transport/api/webhooks"
 	"github.com/tuma-sms/tuma/transport/web"
 	campaignpages "github.com/tuma-sms/tuma/transport/web/campaigns"
 	contactpages "github.com/tuma-sms/tuma/transport/web/contacts"
@@ -20,6 +21,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/web/send"
 	sendersweb "github.com/tuma-sms/tuma/transport/web/senders"
 	walletweb "github.com/tuma-sms/tuma/transport/web/wallet"
+	webhookpages "github.com/tuma-sms/tuma/transport/web/webhooks"
 )
 
 // dashboard builds the web app: the plumbing (sessions, CSRF, layout, assets) and every page
@@ -47,6 +49,7 @@ type pageOps struct {
 	contacts  *contacts.Handler
 	campaigns *campaigns.Handler
 	sms       *sms.Handler
+	webhooks  *apiwebhooks.Handler
 }
 
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
@@ -84,6 +87,10 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	hooks, err := webhookpages.New(site, ops.webhooks)
+	if err != nil {
+		return nil, err
+	}
 	return []web.Group{
 		web.NewAuthPages(site, acct, verify),
 		home,
@@ -94,6 +101,7 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 		senderIDs,
 		money,
 		site.Coming("/app/developers", "Developers"),
+		hooks, // under /app/developers: its nav entry is Developers
 		inbox,
 	}, nil
 }
