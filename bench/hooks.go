@@ -97,7 +97,7 @@ wait:
 func (w *Webhooks) problems() []string {
 	var p []string
 	if w.Lost > 0 {
-		p = append(p, fmt.Sprintf("webhooks: %d events of delivered messages never arrived", w.Lost))
+		p = append(p, fmt.Sprintf("webhooks: %d events of delivered messages had not arrived by --timeout", w.Lost))
 	}
 	if w.Counts.BadSignatures > 0 {
 		p = append(p, fmt.Sprintf("webhooks: %d deliveries failed signature verification", w.Counts.BadSignatures))
@@ -117,7 +117,7 @@ func (w *Webhooks) print(out io.Writer) {
 	fmt.Fprintf(out, "  received      %d events in %d deliveries (%d unique, %d duplicates)\n",
 		w.Counts.Events, w.Counts.Deliveries, w.Counts.Unique, w.Counts.Duplicates)
 	fmt.Fprintf(out, "  rate          %s events/s (first to last arrival)\n", rate(w.EventsPerS))
-	fmt.Fprintf(out, "  latency       p50 %s ms · p99 %s ms · max %s ms (event created → received)\n",
+	fmt.Fprintf(out, "  latency       p50 %s · p99 %s · max %s (event created → received)\n",
 		msStr(w.Latency.P50MS), msStr(w.Latency.P99MS), msStr(w.Latency.MaxMS))
 	fmt.Fprintf(out, "  complete      %v (lost %d; last event %.1f s after the messages were final)\n", w.Complete, w.Lost, w.LastAfterS)
 	fmt.Fprintf(out, "  checks        %d bad signatures · %d out of order · %d bad bodies\n",
