@@ -17,7 +17,8 @@ func printBanner(w io.Writer, public, listen, internal string) error {
 	if internal != "" {
 		metrics = "http://" + reachable(internal) + "/metrics"
 	}
-	_, err := fmt.Fprintf(w, `  API       %[1]s
+	_, err := fmt.Fprintf(w, `  Dashboard %[1]s/app/
+  API       %[1]s
   Explorer  %[1]s/docs
   OpenAPI   %[1]s/openapi.json
   Metrics   %[2]s

@@ -62,13 +62,13 @@ func TestBanner(t *testing.T) {
 		want, wantNot                  []string
 	}{
 		{"listen address", "", "127.0.0.1:9999", "",
-			[]string{"API       http://127.0.0.1:9999\n", "http://127.0.0.1:9999/docs", "http://127.0.0.1:9999/openapi.json",
+			[]string{"Dashboard http://127.0.0.1:9999/app/\n", "API       http://127.0.0.1:9999\n", "http://127.0.0.1:9999/docs", "http://127.0.0.1:9999/openapi.json",
 				"Metrics   http://127.0.0.1:9999/metrics", "http://127.0.0.1:9999/healthz", "http://127.0.0.1:9999/readyz"},
 			[]string{"8080"}},
 		{"every interface", "", "[::]:8081", "0.0.0.0:9090",
 			[]string{"API       http://127.0.0.1:8081\n", "Metrics   http://127.0.0.1:9090/metrics"}, []string{"[::]", "0.0.0.0"}},
 		{"public URL", "https://sms.example.com", "127.0.0.1:8080", "",
-			[]string{"API       https://sms.example.com\n", "https://sms.example.com/openapi.json", "https://sms.example.com/readyz",
+			[]string{"Dashboard https://sms.example.com/app/\n", "API       https://sms.example.com\n", "https://sms.example.com/openapi.json", "https://sms.example.com/readyz",
 				"Metrics   https://sms.example.com/metrics"}, []string{"127.0.0.1"}},
 	} {
 		var b strings.Builder
