@@ -168,7 +168,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	book := contacts.New(contacts.Options{RequestTimeout: cfg.RequestTimeout, ImportWorkers: cfg.ImportWorkers}, contacts.Deps{
 		Log: log, Store: a.store, Lists: lists, Plan: plan,
 	})
-	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book})
+	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book, accounts: acct})
 	if err != nil {
 		return nil, err
 	}

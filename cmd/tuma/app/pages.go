@@ -6,11 +6,13 @@ import (
 	"strings"
 
 	"github.com/tuma-sms/tuma/transport/api"
+	"github.com/tuma-sms/tuma/transport/api/accounts"
 	"github.com/tuma-sms/tuma/transport/api/contacts"
 	"github.com/tuma-sms/tuma/transport/api/senders"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
 	"github.com/tuma-sms/tuma/transport/web"
 	contactpages "github.com/tuma-sms/tuma/transport/web/contacts"
+	"github.com/tuma-sms/tuma/transport/web/developers"
 	"github.com/tuma-sms/tuma/transport/web/notifications"
 	"github.com/tuma-sms/tuma/transport/web/overview"
 	sendersweb "github.com/tuma-sms/tuma/transport/web/senders"
@@ -40,6 +42,7 @@ type pageOps struct {
 	senders  *senders.Handler
 	wallet   *wallet.Handler
 	contacts *contacts.Handler
+	accounts *accounts.Handler
 }
 
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
@@ -65,6 +68,10 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	keys, err := developers.New(site, ops.accounts, a.store, developers.Options{BaseURL: a.cfg.PublicURL})
+	if err != nil {
+		return nil, err
+	}
 	return []web.Group{
 		web.NewAuthPages(site, acct, verify),
 		home,
@@ -74,7 +81,7 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 		addressBook,
 		senderIDs,
 		money,
-		site.Coming("/app/developers", "Developers"),
+		keys,
 		inbox,
 	}, nil
 }
