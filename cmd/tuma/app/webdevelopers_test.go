@@ -39,6 +39,9 @@ func TestDevelopersRotateKeyForm(t *testing.T) {
 	if strings.Contains(pg.Body, a.APIKey) {
 		t.Fatal("the Developers page shows the whole key")
 	}
+	if st := pg.Header.Get("Server-Timing"); !strings.HasPrefix(st, "app;dur=") || !strings.Contains(st, ", total;dur=") {
+		t.Errorf("the page's Server-Timing is %q", st)
+	}
 
 	confirm := p.get("/app/developers/rotate").expect(t, http.StatusOK, "")
 	if !strings.Contains(confirm.Body, "stops working the moment the new one is made") {
