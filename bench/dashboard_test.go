@@ -22,7 +22,9 @@ func TestServerTiming(t *testing.T) {
 }
 
 func TestParseDashboardArgs(t *testing.T) {
-	env := func(k string) (string, bool) { return map[string]string{"TUMA_DATABASE_URL": "postgres://x/y"}[k], k == "TUMA_DATABASE_URL" }
+	env := func(k string) (string, bool) {
+		return map[string]string{"TUMA_DATABASE_URL": "postgres://x/y"}[k], k == "TUMA_DATABASE_URL"
+	}
 	none := func(string) (string, bool) { return "", false }
 	c, err := ParseDashboardArgs([]string{"--reads", "7"}, env, io.Discard)
 	if err != nil || c.DatabaseURL != "postgres://x/y" || c.Reads != 7 || c.Messages != 1_000_000 || c.Contacts != 100_000 {
