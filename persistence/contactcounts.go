@@ -21,8 +21,8 @@ func (s *Store) activeContacts(ctx context.Context, accountID uuid.UUID, groupID
 // probeRows is how many of the newest contacts a search looks through first.
 const probeRows = 4000
 
-// probeNewest finds a search's page among the probeRows newest contacts searched (base, with
-// the page's cursor), when the matches are common enough that the window should hold the
+// probeNewest finds a name search's page among the probeRows newest contacts searched (base,
+// with the page's cursor), when the matches are common enough that the window should hold the
 // page twice over: reading 4,000 rows in order beats reading, say, 5,000 matches scattered
 // over the whole table (a fifth of 100,000 contacts' pages) to sort them. ok is false when
 // it did not look, or the window held less than a page: the caller reads every match then.

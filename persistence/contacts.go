@@ -112,9 +112,13 @@ func (s *Store) ListContacts(ctx context.Context, accountID uuid.UUID, f Contact
 	page := fmt.Sprintf(" ORDER BY id DESC LIMIT $%d OFFSET $%d", len(args)-1, len(args))
 	query := `SELECT ` + contactColumns + ` FROM contacts WHERE ` + cond + page
 	if f.Search != "" && total <= fewMatches {
-		out, ok, err := s.probeNewest(ctx, accountID, f.GroupID, total, p, base, sr.cond, page, args)
-		if ok || err != nil {
-			return out, total, err
+		// Names recur all through an address book; phone numbers follow how they were
+		// imported, so their matches may all be old, and the newest contacts hold none.
+		if byName := strings.Trim(f.Search, "0123456789") != ""; byName {
+			out, ok, err := s.probeNewest(ctx, accountID, f.GroupID, total, p, base, sr.cond, page, args)
+			if ok || err != nil {
+				return out, total, err
+			}
 		}
 		query = `WITH matches AS MATERIALIZED (SELECT ` + contactColumns + ` FROM contacts WHERE ` + cond + `)
 			SELECT * FROM matches` + page
