@@ -308,7 +308,7 @@ const Usage = `usage: tuma-lab bench --scenario NAME [flags]
        tuma-lab bench compare [--threshold PCT] OLD.json NEW.json
        tuma-lab bench summary RESULT.json...
        tuma-lab bench headline RESULT.json...
-       tuma-lab bench contacts|campaign|kannel|smpp [flags]   (each with -h for its flags)
+       tuma-lab bench contacts|campaign|dashboard|kannel|smpp [flags]   (each with -h for its flags)
 
 Drives a running Tuma over HTTP like real tenants: registers and funds --accounts
 accounts, sends for --duration, waits until every accepted message is delivered or
@@ -357,6 +357,7 @@ beyond --threshold percent (default 25) in the bad direction; it exits with an e
 when any figure regressed. File arguments may be globs.
 
 contacts imports, searches and exports a million contacts; campaign sends a campaign to an
-imported group and reads the reports; kannel drives Kannel's sendsms the same way
+imported group and reads the reports; dashboard seeds an account with a million messages
+and times every dashboard page; kannel drives Kannel's sendsms the same way
 (bench/kannel.sh); smpp measures one SMPP bind against a tuma smsc it starts.
 `

@@ -15,8 +15,8 @@ import (
 
 // httpAccount is an account registered for one run, with the client that drives it.
 type httpAccount struct {
-	hc            *http.Client
-	base, key, id string
+	hc                   *http.Client
+	base, key, id, email string
 }
 
 // signUp registers an account for a run. The client's timeout outlasts the longest request
@@ -40,7 +40,7 @@ func signUp(ctx context.Context, base, label string) (*httpAccount, error) {
 	if resp.StatusCode != 201 || json.Unmarshal(b, &u) != nil {
 		return nil, fmt.Errorf("register answered %d %s (is TUMA_SIGNUP_LIMIT_PER_IP=0 on the node?)", resp.StatusCode, b)
 	}
-	a.key, a.id = u.APIKey, u.ID
+	a.key, a.id, a.email = u.APIKey, u.ID, email
 	return a, nil
 }
 

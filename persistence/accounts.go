@@ -258,6 +258,29 @@ func (s *Store) LiveKeyHash(ctx context.Context, id uuid.UUID) ([]byte, error) {
 	return h, nil
 }
 
+// APIKey is what is kept of an account's key besides its hash: the first characters, to
+// recognise it by, and when it was made. The key itself is never stored.
+type APIKey struct {
+	ID        uuid.UUID
+	Prefix    string
+	CreatedAt time.Time
+}
+
+// LiveAPIKey returns the account's current API key's prefix and date; ErrNotFound when it
+// has none.
+func (s *Store) LiveAPIKey(ctx context.Context, accountID uuid.UUID) (APIKey, error) {
+	var k APIKey
+	err := s.pool.QueryRow(ctx, `SELECT id, prefix, created_at FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL`,
+		accountID).Scan(&k.ID, &k.Prefix, &k.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return APIKey{}, ErrNotFound
+	}
+	if err != nil {
+		return APIKey{}, fmt.Errorf("live api key: %w", err)
+	}
+	return k, nil
+}
+
 // SetStatus suspends or reactivates an account. Suspension also ends its sessions.
 func (s *Store) SetStatus(ctx context.Context, id uuid.UUID, status AccountStatus) (Account, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

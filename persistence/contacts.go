@@ -80,6 +80,7 @@ func (s *Store) ListContacts(ctx context.Context, accountID uuid.UUID, f Contact
 		args = append(args, *f.GroupID)
 		where = append(where, fmt.Sprintf("group_id = $%d", len(args)))
 	}
+	base := strings.Join(where, " AND ") // the contacts searched
 	var sr search
 	if f.Search != "" {
 		sr = newSearch(f.Search, len(args)+1)
@@ -88,35 +89,54 @@ func (s *Store) ListContacts(ctx context.Context, accountID uuid.UUID, f Contact
 	}
 	cond := strings.Join(where, " AND ")
 	var total int64
-	if sr.word != "" && f.GroupID == nil {
-		n, err := s.countWord(ctx, accountID, sr.word)
-		if err != nil {
-			return nil, 0, err
+	var err error
+	switch {
+	case sr.word != "" && f.GroupID == nil:
+		total, err = s.countWord(ctx, accountID, sr.word)
+	case f.Search == "":
+		total, err = s.activeContacts(ctx, accountID, f.GroupID)
+	default:
+		if err = s.pool.QueryRow(ctx, `SELECT count(*) FROM contacts WHERE `+cond, args...).Scan(&total); err != nil {
+			err = fmt.Errorf("count contacts: %w", err)
 		}
-		total = n
-	} else if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM contacts WHERE `+cond, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("count contacts: %w", err)
+	}
+	if err != nil {
+		return nil, 0, err
 	}
 	if p.After != nil {
 		args = append(args, *p.After)
-		cond += fmt.Sprintf(" AND id < $%d", len(args))
+		after := fmt.Sprintf(" AND id < $%d", len(args))
+		cond, base = cond+after, base+after
 	}
 	args = append(args, p.Size, p.offset())
 	page := fmt.Sprintf(" ORDER BY id DESC LIMIT $%d OFFSET $%d", len(args)-1, len(args))
 	query := `SELECT ` + contactColumns + ` FROM contacts WHERE ` + cond + page
 	if f.Search != "" && total <= fewMatches {
+		// Names recur all through an address book; phone numbers follow how they were
+		// imported, so their matches may all be old, and the newest contacts hold none.
+		if byName := strings.Trim(f.Search, "0123456789") != ""; byName {
+			out, ok, err := s.probeNewest(ctx, accountID, f.GroupID, total, p, base, sr.cond, page, args)
+			if ok || err != nil {
+				return out, total, err
+			}
+		}
 		query = `WITH matches AS MATERIALIZED (SELECT ` + contactColumns + ` FROM contacts WHERE ` + cond + `)
 			SELECT * FROM matches` + page
 	}
+	out, err := s.listContacts(ctx, query, args)
+	return out, total, err
+}
+
+func (s *Store) listContacts(ctx context.Context, query string, args []any) ([]Contact, error) {
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list contacts: %w", err)
+		return nil, fmt.Errorf("list contacts: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Contact, error) { return scanContact(r) })
 	if err != nil {
-		return nil, 0, fmt.Errorf("list contacts: %w", err)
+		return nil, fmt.Errorf("list contacts: %w", err)
 	}
-	return out, total, nil
+	return out, nil
 }
 
 // CreateContact adds a contact. A phone the account has already is ErrContactExists, or
@@ -160,15 +180,32 @@ func (s *Store) OptOutContact(ctx context.Context, accountID, id uuid.UUID) erro
 
 // Groups lists the account's groups, newest first, with their active contacts' count.
 func (s *Store) Groups(ctx context.Context, accountID uuid.UUID) ([]Group, error) {
-	rows, err := s.pool.Query(ctx, `SELECT g.id, g.account_id, g.name, g.description, g.created_at,
-			(SELECT count(*) FROM contacts c WHERE c.account_id = g.account_id AND c.group_id = g.id AND c.opted_out_at IS NULL)
-		FROM contact_groups g WHERE g.account_id = $1 ORDER BY g.id DESC`, accountID)
+	// The counts are kept by the writes (migration 019): counting would read every contact.
+	rows, err := s.pool.Query(ctx, `SELECT g.id, g.account_id, g.name, g.description, g.created_at, coalesce(n.active, 0)
+		FROM contact_groups g LEFT JOIN (SELECT group_id, sum(active)::bigint AS active FROM contact_counts
+			WHERE account_id = $1 GROUP BY group_id) n ON n.group_id = g.id
+		WHERE g.account_id = $1 ORDER BY g.id DESC`, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Group, error) {
 		var g Group
 		err := r.Scan(&g.ID, &g.AccountID, &g.Name, &g.Description, &g.CreatedAt, &g.ContactCount)
+		return g, err
+	})
+}
+
+// GroupNames lists an account's groups as Groups does, without counting their contacts
+// (ContactCount is 0): for pages that only name them, since counting reads every contact.
+func (s *Store) GroupNames(ctx context.Context, accountID uuid.UUID) ([]Group, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, account_id, name, description, created_at
+		FROM contact_groups WHERE account_id = $1 ORDER BY id DESC`, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("list group names: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Group, error) {
+		var g Group
+		err := r.Scan(&g.ID, &g.AccountID, &g.Name, &g.Description, &g.CreatedAt)
 		return g, err
 	})
 }

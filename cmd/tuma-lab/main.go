@@ -59,7 +59,7 @@ func parsed(err error) (stop bool, _ error) {
 	return err != nil, err
 }
 
-// runBench is `tuma-lab bench [compare|summary|headline|contacts|kannel|smpp|campaign] …`.
+// runBench is `tuma-lab bench [compare|summary|headline|contacts|kannel|smpp|campaign|dashboard] …`.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) error {
 	sub := ""
 	if len(args) > 0 {
@@ -107,6 +107,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer, look
 			return err
 		}
 		_, err = bench.RunCampaign(ctx, cfg, stdout)
+		return err
+	case "dashboard":
+		cfg, err := bench.ParseDashboardArgs(args[1:], lookup, stderr)
+		if stop, err := parsed(err); stop {
+			return err
+		}
+		_, err = bench.RunDashboard(ctx, cfg, stdout)
 		return err
 	case "compare":
 		opts, err := bench.ParseCompareArgs(args[1:], stderr)
@@ -167,7 +174,7 @@ Tuma's lab, kept out of the server binary:
 
 commands:
   bench     load-test a running Tuma over HTTP; tuma-lab bench -h for its flags and
-            subcommands (compare, summary, headline, contacts, campaign, kannel, smpp)
+            subcommands (compare, summary, headline, contacts, campaign, dashboard, kannel, smpp)
   drill     reliability drills (kill -9, outages, overload, SIGTERM) against tuma nodes it
             starts, then the security checks; tuma-lab drill -h for its flags
   security  the security checks alone (hostile probes, brute force, secrets in logs,

@@ -19,6 +19,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"bench", "compare", "-h"}, "threshold"},
 		{[]string{"bench", "contacts", "-h"}, "tuma-lab bench contacts"},
 		{[]string{"bench", "campaign", "-h"}, "tuma-lab bench campaign"},
+		{[]string{"bench", "dashboard", "-h"}, "tuma-lab bench dashboard"},
 		{[]string{"bench", "kannel", "-h"}, "tuma-lab bench kannel"},
 		{[]string{"bench", "smpp", "-h"}, "tuma-lab bench smpp"},
 		{[]string{"drill", "-h"}, "reliability drills"},

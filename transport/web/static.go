@@ -11,6 +11,7 @@ import (
 	"mime"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -98,8 +99,14 @@ func (s *Site) serveAsset(_ context.Context, rc *fasthttp.RequestCtx) error {
 }
 
 // writeCompressed sends body with the given status and type, compressed when the browser
-// takes it and it is worth it.
+// takes it and it is worth it. Server-Timing says how long the node took (app: up to the
+// rendered page; total: compressed too), so a page's cost can be read apart from the network.
 func writeCompressed(rc *fasthttp.RequestCtx, status int, contentType string, body []byte) {
+	rendered := time.Since(rc.Time())
+	defer func() {
+		rc.Response.Header.Set("Server-Timing", fmt.Sprintf("app;dur=%.1f, total;dur=%.1f",
+			float64(rendered)/float64(time.Millisecond), float64(time.Since(rc.Time()))/float64(time.Millisecond)))
+	}()
 	rc.SetStatusCode(status)
 	rc.Response.Header.SetContentType(contentType)
 	rc.Response.Header.Set("Vary", "Accept-Encoding")

@@ -177,7 +177,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	hooks := apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
 		Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake})
 	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book,
-		campaigns: drives, sms: sending, webhooks: hooks})
+		campaigns: drives, sms: sending, webhooks: hooks, accounts: acct})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tuma-sms/tuma/transport/api"
+	"github.com/tuma-sms/tuma/transport/api/accounts"
 	"github.com/tuma-sms/tuma/transport/api/campaigns"
 	"github.com/tuma-sms/tuma/transport/api/contacts"
 	"github.com/tuma-sms/tuma/transport/api/senders"
@@ -15,6 +16,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/web"
 	campaignpages "github.com/tuma-sms/tuma/transport/web/campaigns"
 	contactpages "github.com/tuma-sms/tuma/transport/web/contacts"
+	"github.com/tuma-sms/tuma/transport/web/developers"
 	"github.com/tuma-sms/tuma/transport/web/messages"
 	"github.com/tuma-sms/tuma/transport/web/notifications"
 	"github.com/tuma-sms/tuma/transport/web/overview"
@@ -50,6 +52,7 @@ type pageOps struct {
 	campaigns *campaigns.Handler
 	sms       *sms.Handler
 	webhooks  *apiwebhooks.Handler
+	accounts  *accounts.Handler
 }
 
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
@@ -91,6 +94,10 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	keys, err := developers.New(site, ops.accounts, a.store, developers.Options{BaseURL: a.cfg.PublicURL})
+	if err != nil {
+		return nil, err
+	}
 	return []web.Group{
 		web.NewAuthPages(site, acct, verify),
 		home,
@@ -100,7 +107,7 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 		addressBook,
 		senderIDs,
 		money,
-		site.Coming("/app/developers", "Developers"),
+		keys,
 		hooks, // under /app/developers: its nav entry is Developers
 		inbox,
 	}, nil

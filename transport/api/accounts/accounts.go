@@ -403,21 +403,36 @@ func (h *Handler) changePassword(ctx context.Context, rc *fasthttp.RequestCtx) e
 }
 
 func (h *Handler) rotateAPIKey(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	key, prefix, hash, err := auth.NewAPIKey()
+	k, err := h.RotateAPIKey(ctx, api.Principal(rc).AccountID)
 	if err != nil {
 		return err
-	}
-	old, err := h.store.RotateAPIKey(ctx, api.Principal(rc).AccountID, hash, prefix)
-	if err != nil {
-		return err
-	}
-	if old != nil {
-		h.principals.RevokeKey(ctx, old)
 	}
 	return api.WriteJSON(rc, http.StatusOK, struct {
 		APIKey       string `json:"api_key"`
 		APIKeyPrefix string `json:"api_key_prefix"`
-	}{key, prefix})
+	}{k.Key, k.Prefix})
+}
+
+// NewKey is a key just made: Key is shown once and never stored.
+type NewKey struct {
+	Key, Prefix string
+}
+
+// RotateAPIKey replaces the account's API key (POST /auth/rotate-api-key and the Developers
+// page): the old key is refused at once on every node.
+func (h *Handler) RotateAPIKey(ctx context.Context, accountID uuid.UUID) (NewKey, error) {
+	key, prefix, hash, err := auth.NewAPIKey()
+	if err != nil {
+		return NewKey{}, err
+	}
+	old, err := h.store.RotateAPIKey(ctx, accountID, hash, prefix)
+	if err != nil {
+		return NewKey{}, err
+	}
+	if old != nil {
+		h.principals.RevokeKey(ctx, old)
+	}
+	return NewKey{Key: key, Prefix: prefix}, nil
 }
 
 // adminAccountJSON is the operator's view of an account.

@@ -35,9 +35,11 @@ type Operations interface {
 	WriteReport(ctx context.Context, rc *fasthttp.RequestCtx, imp *persistence.ContactImport) error
 }
 
-// Store is what the pages read besides: the account's groups (GET /contacts/groups).
+// Store is what the pages read besides: the account's groups (GET /contacts/groups), with
+// their contacts counted only where the page shows the counts.
 type Store interface {
 	Groups(ctx context.Context, accountID uuid.UUID) ([]persistence.Group, error)
+	GroupNames(ctx context.Context, accountID uuid.UUID) ([]persistence.Group, error)
 	GroupOf(ctx context.Context, accountID, id uuid.UUID) error
 }
 
@@ -131,7 +133,7 @@ func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status 
 		d.Here = string(rc.RequestURI())
 	}
 	var err error
-	if d.Groups, err = p.store.Groups(ctx, acct); err != nil {
+	if d.Groups, err = p.store.GroupNames(ctx, acct); err != nil {
 		return err
 	}
 	if g := d.Filter.Get("group_id"); g != "" {

@@ -42,7 +42,7 @@ func (p *Pages) importForm(ctx context.Context, rc *fasthttp.RequestCtx) error {
 }
 
 func (p *Pages) renderImport(ctx context.Context, rc *fasthttp.RequestCtx, status int, f *web.Form, res *importResult) error {
-	gs, err := p.store.Groups(ctx, web.AccountID(rc))
+	gs, err := p.store.GroupNames(ctx, web.AccountID(rc))
 	if err != nil {
 		return err
 	}
