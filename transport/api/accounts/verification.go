@@ -83,10 +83,10 @@ func (v *Verification) Register(r *api.Router) {
 	r.Handle("GET", "/auth/verify-email", api.Public, v.verifyEmail)
 	r.Handle("POST", "/auth/send-verification-code", api.Account, v.sendVerificationCode)
 	r.Handle("POST", "/auth/verify-code", api.Account, v.verifyCode)
-	r.Handle("POST", "/auth/resend-verification", api.Public, v.resendVerification)
+	r.Handle("POST", "/auth/resend-verification", api.Public, v.mailsReply(v.resend))
 	r.Handle("GET", "/auth/pending-email", api.Account, v.pendingEmail)
 	r.Handle("PATCH", "/auth/pending-email", api.Account, v.changePendingEmail)
-	r.Handle("POST", "/auth/forgot-password", api.Public, v.forgotPassword)
+	r.Handle("POST", "/auth/forgot-password", api.Public, v.mailsReply(v.forgot))
 	r.Handle("POST", "/auth/reset-password", api.Public, v.resetPassword)
 }
 
@@ -267,15 +267,19 @@ func (v *Verification) publicBudget(ctx context.Context, ip string) error {
 	return v.budget.mailIP(ctx, ip)
 }
 
-func (v *Verification) resendVerification(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	_, email, err := v.publicEmail(ctx, rc)
-	if err == nil {
-		err = v.resend(ctx, email)
+// mailsReply is a public route that mails the address in the body (send) and answers the
+// same whether or not it is an account's (GenericEmailReply).
+func (v *Verification) mailsReply(send func(ctx context.Context, email string) error) api.Handler {
+	return func(ctx context.Context, rc *fasthttp.RequestCtx) error {
+		_, email, err := v.publicEmail(ctx, rc)
+		if err == nil {
+			err = send(ctx, email)
+		}
+		if err != nil {
+			return err
+		}
+		return api.WriteJSON(rc, http.StatusOK, api.Message{Message: GenericEmailReply})
 	}
-	if err != nil {
-		return err
-	}
-	return api.WriteJSON(rc, http.StatusOK, api.Message{Message: GenericEmailReply})
 }
 
 // ResendVerification mails a fresh verification link to the address, if it is an unverified
@@ -379,17 +383,6 @@ func (v *Verification) ChangePendingEmail(ctx context.Context, id uuid.UUID, raw
 	}
 	v.mail.Wake()
 	return email, nil
-}
-
-func (v *Verification) forgotPassword(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	_, email, err := v.publicEmail(ctx, rc)
-	if err == nil {
-		err = v.forgot(ctx, email)
-	}
-	if err != nil {
-		return err
-	}
-	return api.WriteJSON(rc, http.StatusOK, api.Message{Message: GenericEmailReply})
 }
 
 // ForgotPassword mails a reset link to the address, if it is an account's, within the

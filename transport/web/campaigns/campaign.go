@@ -30,13 +30,13 @@ func (p *Pages) campaignOf(ctx context.Context, rc *fasthttp.RequestCtx) (persis
 	if err != nil {
 		return persistence.Campaign{}, err
 	}
-	return p.store.Campaign(ctx, web.AccountID(rc), id)
+	return p.Store.Campaign(ctx, web.AccountID(rc), id)
 }
 
 func (p *Pages) detailOf(ctx context.Context, rc *fasthttp.RequestCtx, c persistence.Campaign) (detailData, error) {
 	d := detailData{Row: newRow(c), Messages: "/app/messages?campaign=" + c.ID.String(), Poll: pollEvery}
 	if c.SenderID != nil {
-		list, err := p.store.SenderIDs(ctx, web.AccountID(rc))
+		list, err := p.Store.SenderIDs(ctx, web.AccountID(rc))
 		if err != nil {
 			return detailData{}, err
 		}
@@ -63,7 +63,7 @@ func (p *Pages) renderDetail(ctx context.Context, rc *fasthttp.RequestCtx, statu
 	if err != nil {
 		return err
 	}
-	return p.views.Render(ctx, rc, status, "campaign", &web.Page{Title: "Campaign " + c.Name, Nav: listPath, Data: d, Form: f})
+	return p.Views.Render(ctx, rc, status, "campaign", &web.Page{Title: "Campaign " + c.Name, Nav: listPath, Data: d, Form: f})
 }
 
 // detailProgress is the report's figures alone, for htmx to swap in while the campaign runs.
@@ -76,7 +76,7 @@ func (p *Pages) detailProgress(ctx context.Context, rc *fasthttp.RequestCtx) err
 	if err != nil {
 		return err
 	}
-	return p.views.Fragment(rc, http.StatusOK, "campaign", "figures", d)
+	return p.Views.Fragment(rc, http.StatusOK, "campaign", "figures", d)
 }
 
 // cancel stops the campaign with POST /campaigns/{id}/cancel's operation and shows what was
@@ -86,7 +86,7 @@ func (p *Pages) cancel(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	done, err := p.ops.Cancel(ctx, web.AccountID(rc), c.ID)
+	done, err := p.Ops.Cancel(ctx, web.AccountID(rc), c.ID)
 	if err != nil {
 		prob := api.ProblemOf(err)
 		if prob.Status != http.StatusConflict {
@@ -102,6 +102,6 @@ func (p *Pages) cancel(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	} else {
 		msg += "What was not sent is refunded to your wallet as soon as the messages already sent are settled."
 	}
-	p.site.Flash(rc, "success", msg)
+	p.Site.Flash(rc, "success", msg)
 	return api.SeeOther(rc, campaignPath(c.ID))
 }

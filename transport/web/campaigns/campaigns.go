@@ -40,24 +40,21 @@ type Store interface {
 
 // Pages serve the campaigns.
 type Pages struct {
-	site   *web.Site
-	views  *web.Views
-	ops    Operations
-	store  Store
+	web.Kit[Operations, Store]
 	shared string // the shared sender ID, for an account without its own default
 	now    func() time.Time
 }
 
 // New returns the pages.
 func New(site *web.Site, ops Operations, store Store, shared string, now func() time.Time) (*Pages, error) {
-	v, err := site.Views(templates)
+	kit, err := web.NewKit(site, templates, ops, store)
 	if err != nil {
 		return nil, err
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Pages{site: site, views: v, ops: ops, store: store, shared: shared, now: now}, nil
+	return &Pages{Kit: kit, shared: shared, now: now}, nil
 }
 
 // RegisterPages adds the routes.
@@ -157,7 +154,7 @@ type listData struct {
 }
 
 func (p *Pages) readList(ctx context.Context, rc *fasthttp.RequestCtx) (listData, error) {
-	list, err := p.store.Campaigns(ctx, web.AccountID(rc), persistence.Page{Number: 1, Size: listLimit})
+	list, err := p.Store.Campaigns(ctx, web.AccountID(rc), persistence.Page{Number: 1, Size: listLimit})
 	if err != nil {
 		return listData{}, err
 	}
@@ -176,7 +173,7 @@ func (p *Pages) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	return p.views.Render(ctx, rc, http.StatusOK, "campaigns", &web.Page{Title: "Campaigns", Nav: listPath, Data: d})
+	return p.Views.Render(ctx, rc, http.StatusOK, "campaigns", &web.Page{Title: "Campaigns", Nav: listPath, Data: d})
 }
 
 // listProgress is the list's table alone, for htmx to swap in while campaigns run.
@@ -185,5 +182,5 @@ func (p *Pages) listProgress(ctx context.Context, rc *fasthttp.RequestCtx) error
 	if err != nil {
 		return err
 	}
-	return p.views.Fragment(rc, http.StatusOK, "campaigns", "table", d)
+	return p.Views.Fragment(rc, http.StatusOK, "campaigns", "table", d)
 }

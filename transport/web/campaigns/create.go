@@ -74,11 +74,11 @@ func (p *Pages) renderForm(ctx context.Context, rc *fasthttp.RequestCtx, status 
 		}
 	}
 	acct := web.AccountID(rc)
-	groups, err := p.store.Groups(ctx, acct)
+	groups, err := p.Store.Groups(ctx, acct)
 	if err != nil {
 		return err
 	}
-	senders, err := p.store.SenderIDs(ctx, acct)
+	senders, err := p.Store.SenderIDs(ctx, acct)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (p *Pages) renderForm(ctx context.Context, rc *fasthttp.RequestCtx, status 
 	} else {
 		d.Preview = previewData{Note: "Choose a group and write the message, then preview it as the group’s first contacts will get it."}
 	}
-	return p.views.Render(ctx, rc, status, "new", &web.Page{Title: "New campaign", Nav: listPath, Data: d, Form: f})
+	return p.Views.Render(ctx, rc, status, "new", &web.Page{Title: "New campaign", Nav: listPath, Data: d, Form: f})
 }
 
 // senderChoices are the account's approved, active sender IDs, after its default route.
@@ -181,7 +181,7 @@ func (p *Pages) create(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if !ok {
 		return p.renderForm(ctx, rc, http.StatusUnprocessableEntity, f, nil, nil)
 	}
-	c, replayed, err := p.ops.Create(ctx, web.AccountID(rc), in, f.Get("idempotency_key"))
+	c, replayed, err := p.Ops.Create(ctx, web.AccountID(rc), in, f.Get("idempotency_key"))
 	if err != nil {
 		return p.renderForm(ctx, rc, 0, f, err, nil)
 	}
@@ -195,7 +195,7 @@ func (p *Pages) create(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if replayed {
 		msg = "This form was sent already: here is the campaign it created, “" + c.Name + "”."
 	}
-	p.site.Flash(rc, "success", msg)
+	p.Site.Flash(rc, "success", msg)
 	return api.SeeOther(rc, campaignPath(c.ID))
 }
 
@@ -208,13 +208,13 @@ func (p *Pages) preview(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		return err
 	}
 	if len(rc.Request.Header.Peek("HX-Request")) > 0 {
-		return p.views.Fragment(rc, http.StatusOK, "new", "preview", pv)
+		return p.Views.Fragment(rc, http.StatusOK, "new", "preview", pv)
 	}
 	return p.renderForm(ctx, rc, http.StatusOK, f, nil, &pv)
 }
 
 func (p *Pages) previewOf(ctx context.Context, acct uuid.UUID, f *web.Form) (previewData, error) {
-	groups, err := p.store.Groups(ctx, acct)
+	groups, err := p.Store.Groups(ctx, acct)
 	if err != nil {
 		return previewData{}, err
 	}
@@ -231,7 +231,7 @@ func (p *Pages) previewOf(ctx context.Context, acct uuid.UUID, f *web.Form) (pre
 	case strings.TrimSpace(msg) == "":
 		return previewData{Note: "Write the message to preview it as the contacts of “" + g.Name + "” will get it."}, nil
 	}
-	pv, err := p.ops.Preview(ctx, acct, g.ID, msg)
+	pv, err := p.Ops.Preview(ctx, acct, g.ID, msg)
 	var prob *api.Problem
 	if errors.As(err, &prob) && prob.Status == http.StatusUnprocessableEntity && len(prob.Errors) > 0 {
 		return previewData{Note: "The message " + prob.Errors[0].Message + "."}, nil

@@ -45,19 +45,16 @@ type Store interface {
 
 // Pages serve the address book.
 type Pages struct {
-	site  *web.Site
-	views *web.Views
-	ops   Operations
-	store Store
+	web.Kit[Operations, Store]
 }
 
 // New returns the pages.
 func New(site *web.Site, ops Operations, store Store) (*Pages, error) {
-	v, err := site.Views(templates)
+	kit, err := web.NewKit(site, templates, ops, store)
 	if err != nil {
 		return nil, err
 	}
-	return &Pages{site: site, views: v, ops: ops, store: store}, nil
+	return &Pages{Kit: kit}, nil
 }
 
 // RegisterPages adds the routes.
@@ -133,7 +130,7 @@ func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status 
 		d.Here = string(rc.RequestURI())
 	}
 	var err error
-	if d.Groups, err = p.store.GroupNames(ctx, acct); err != nil {
+	if d.Groups, err = p.Store.GroupNames(ctx, acct); err != nil {
 		return err
 	}
 	if g := d.Filter.Get("group_id"); g != "" {
@@ -151,7 +148,7 @@ func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status 
 	if d.Group != nil {
 		d.Export += "?group_id=" + d.Group.ID.String()
 	}
-	l, err := p.ops.Contacts(ctx, rc)
+	l, err := p.Ops.Contacts(ctx, rc)
 	var prob *api.Problem
 	switch {
 	case errors.As(err, &prob) && prob.Status < 500:
@@ -181,7 +178,7 @@ func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status 
 			d.First = pageURL(d.Filter, "", "")
 		}
 	}
-	return p.views.Render(ctx, rc, status, "contacts", &web.Page{Title: "Contacts", Nav: listPath, Data: d, Form: add})
+	return p.Views.Render(ctx, rc, status, "contacts", &web.Page{Title: "Contacts", Nav: listPath, Data: d, Form: add})
 }
 
 // pageURL is the contacts page with the filter, and one more parameter when key is given.
@@ -237,7 +234,7 @@ func (p *Pages) add(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		}
 		in.GroupID = &g
 	}
-	c, err := p.ops.AddContact(ctx, acct, in)
+	c, err := p.Ops.AddContact(ctx, acct, in)
 	switch {
 	case errors.Is(err, persistence.ErrContactExists):
 		f.AddError("phone", "is in your contacts already")
@@ -252,7 +249,7 @@ func (p *Pages) add(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		}
 		return p.renderList(ctx, rc, status, f)
 	}
-	p.site.Flash(rc, "success", "Added "+describe(c)+".")
+	p.Site.Flash(rc, "success", "Added "+describe(c)+".")
 	return api.SeeOther(rc, listPath)
 }
 
@@ -287,7 +284,7 @@ func (p *Pages) ownGroup(ctx context.Context, acct uuid.UUID, raw string) error 
 	if err != nil {
 		return api.NotFound("no such group")
 	}
-	return p.store.GroupOf(ctx, acct, id)
+	return p.Store.GroupOf(ctx, acct, id)
 }
 
 func describe(c persistence.Contact) string {
@@ -304,10 +301,10 @@ func (p *Pages) optOut(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := p.ops.OptOut(ctx, web.AccountID(rc), id); err != nil {
+	if err := p.Ops.OptOut(ctx, web.AccountID(rc), id); err != nil {
 		return err
 	}
-	p.site.Flash(rc, "success", "Opted out: they are off your list and get no more campaign messages.")
+	p.Site.Flash(rc, "success", "Opted out: they are off your list and get no more campaign messages.")
 	return api.SeeOther(rc, back(web.ReadForm(rc).Get("next")))
 }
 
@@ -327,7 +324,7 @@ func (p *Pages) export(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err := q.Err(); err != nil {
 		return api.NotFound("no such group")
 	}
-	return p.ops.Export(ctx, rc, web.AccountID(rc), group)
+	return p.Ops.Export(ctx, rc, web.AccountID(rc), group)
 }
 
 // importTemplate is the import template, as GET /contacts/template answers.

@@ -25,17 +25,17 @@ func (p *Pages) groups(ctx context.Context, rc *fasthttp.RequestCtx) error {
 }
 
 func (p *Pages) renderGroups(ctx context.Context, rc *fasthttp.RequestCtx, status int, f *web.Form) error {
-	gs, err := p.store.Groups(ctx, web.AccountID(rc))
+	gs, err := p.Store.Groups(ctx, web.AccountID(rc))
 	if err != nil {
 		return err
 	}
-	return p.views.Render(ctx, rc, status, "groups", &web.Page{Title: "Contact groups", Nav: listPath, Data: groupsData{Groups: gs}, Form: f})
+	return p.Views.Render(ctx, rc, status, "groups", &web.Page{Title: "Contact groups", Nav: listPath, Data: groupsData{Groups: gs}, Form: f})
 }
 
 // createGroup creates a group with POST /contacts/groups' operation.
 func (p *Pages) createGroup(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	f := web.ReadForm(rc)
-	g, err := p.ops.CreateGroup(ctx, web.AccountID(rc), book.GroupInput{Name: field(f, "name"), Description: field(f, "description")})
+	g, err := p.Ops.CreateGroup(ctx, web.AccountID(rc), book.GroupInput{Name: field(f, "name"), Description: field(f, "description")})
 	if err != nil {
 		status, err := shown(f, err)
 		if err != nil {
@@ -43,7 +43,7 @@ func (p *Pages) createGroup(ctx context.Context, rc *fasthttp.RequestCtx) error 
 		}
 		return p.renderGroups(ctx, rc, status, f)
 	}
-	p.site.Flash(rc, "success", "Created the group “"+g.Name+"”.")
+	p.Site.Flash(rc, "success", "Created the group “"+g.Name+"”.")
 	return api.SeeOther(rc, groupsPath)
 }
 
@@ -54,9 +54,9 @@ func (p *Pages) deleteGroup(ctx context.Context, rc *fasthttp.RequestCtx) error 
 	if err != nil {
 		return err
 	}
-	if err := p.ops.DeleteGroup(ctx, web.AccountID(rc), id); err != nil {
+	if err := p.Ops.DeleteGroup(ctx, web.AccountID(rc), id); err != nil {
 		return err
 	}
-	p.site.Flash(rc, "success", "Deleted the group. Its contacts are still in your contacts, in no group.")
+	p.Site.Flash(rc, "success", "Deleted the group. Its contacts are still in your contacts, in no group.")
 	return api.SeeOther(rc, groupsPath)
 }

@@ -42,7 +42,7 @@ func (p *Pages) importForm(ctx context.Context, rc *fasthttp.RequestCtx) error {
 }
 
 func (p *Pages) renderImport(ctx context.Context, rc *fasthttp.RequestCtx, status int, f *web.Form, res *importResult) error {
-	gs, err := p.store.GroupNames(ctx, web.AccountID(rc))
+	gs, err := p.Store.GroupNames(ctx, web.AccountID(rc))
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (p *Pages) renderImport(ctx context.Context, rc *fasthttp.RequestCtx, statu
 	if res != nil && res.GroupID != "" {
 		res.Group = findGroup(gs, res.GroupID)
 	}
-	return p.views.Render(ctx, rc, status, "import", &web.Page{Title: "Import contacts", Nav: listPath, Data: d, Form: f})
+	return p.Views.Render(ctx, rc, status, "import", &web.Page{Title: "Import contacts", Nav: listPath, Data: d, Form: f})
 }
 
 // errEnough stops reading the rows not imported once the page has what it shows.
@@ -75,9 +75,9 @@ func (p *Pages) upload(ctx context.Context, rc *fasthttp.RequestCtx, parts web.P
 		group string
 		res   importResult
 	)
-	err := p.ops.Import(ctx, acct, p.ownParts(detached, acct, parts, &group), true, func(ctx context.Context, imp *persistence.ContactImport) error {
+	err := p.Ops.Import(ctx, acct, p.ownParts(detached, acct, parts, &group), true, func(ctx context.Context, imp *persistence.ContactImport) error {
 		if report {
-			return p.ops.WriteReport(ctx, rc, imp)
+			return p.Ops.WriteReport(ctx, rc, imp)
 		}
 		res.ImportResult = imp.Result()
 		res.Refused = res.Skipped + res.Errors

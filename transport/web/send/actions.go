@@ -31,7 +31,7 @@ func (p *Page) check(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		return err
 	}
 	if len(rc.Request.Header.Peek("HX-Request")) > 0 { // the counter's request, sent here by a button's formaction
-		return p.views.Fragment(rc, http.StatusOK, "send", "counter", c)
+		return p.Views.Fragment(rc, http.StatusOK, "send", "counter", c)
 	}
 	return p.render(ctx, rc, http.StatusOK, f, c, nil)
 }
@@ -93,7 +93,7 @@ func (p *Page) review(ctx context.Context, rc *fasthttp.RequestCtx) error {
 			cd.Group = g.Label
 		}
 	}
-	return p.views.Render(ctx, rc, http.StatusOK, "confirm", &web.Page{Title: "Confirm the send", Nav: "/app/send", Data: cd})
+	return p.Views.Render(ctx, rc, http.StatusOK, "confirm", &web.Page{Title: "Confirm the send", Nav: "/app/send", Data: cd})
 }
 
 // send sends the form, once per Idempotency-Key: submitted again, it sends nothing and lands
@@ -105,7 +105,7 @@ func (p *Page) send(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return p.refused(ctx, rc, f, err)
 	}
-	a, replayed, err := p.ops.SendOnce(ctx, api.Principal(rc), in, f.Get("idempotency_key"))
+	a, replayed, err := p.Ops.SendOnce(ctx, api.Principal(rc), in, f.Get("idempotency_key"))
 	if err != nil {
 		if prob := api.ProblemOf(err); prob.Code == "idempotency_key_reused" {
 			// The form was sent already, with other fields: this is a new send, with a new key.
@@ -121,7 +121,7 @@ func (p *Page) send(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if replayed {
 		msg = "This message was sent already, once: here it is. " + msg
 	}
-	p.site.Flash(rc, "success", msg)
+	p.Site.Flash(rc, "success", msg)
 	return api.SeeOther(rc, messagesOf(a.JobID))
 }
 

@@ -89,7 +89,7 @@ func (p *Page) quote(ctx context.Context, rc *fasthttp.RequestCtx, f *web.Form) 
 	in, err := p.input(ctx, web.AccountID(rc), f)
 	if err == nil {
 		var q sms.Quote
-		q, err = p.ops.Quote(ctx, api.Principal(rc), in)
+		q, err = p.Ops.Quote(ctx, api.Principal(rc), in)
 		if err == nil {
 			return newCounter(q), in, nil
 		}
@@ -128,5 +128,5 @@ func (p *Page) counter(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	return p.views.Fragment(rc, http.StatusOK, "send", "counter", c)
+	return p.Views.Fragment(rc, http.StatusOK, "send", "counter", c)
 }

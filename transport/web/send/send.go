@@ -46,20 +46,17 @@ type Store interface {
 
 // Page serves the send form.
 type Page struct {
-	site   *web.Site
-	views  *web.Views
-	ops    Operations
-	store  Store
+	web.Kit[Operations, Store]
 	shared string // the shared sender ID, for accounts without one of their own
 }
 
 // New returns the page; shared is the shared sender ID's name (TUMA_SHARED_SENDER_ID).
 func New(site *web.Site, ops Operations, store Store, shared string) (*Page, error) {
-	v, err := site.Views(templates)
+	kit, err := web.NewKit(site, templates, ops, store)
 	if err != nil {
 		return nil, err
 	}
-	return &Page{site: site, views: v, ops: ops, store: store, shared: shared}, nil
+	return &Page{Kit: kit, shared: shared}, nil
 }
 
 // RegisterPages adds the routes.
@@ -97,9 +94,9 @@ func (p *Page) render(ctx context.Context, rc *fasthttp.RequestCtx, status int, 
 	d.Counter = c
 	page := &web.Page{Title: "Send SMS", Nav: "/app/send", Data: d, Form: f}
 	if err != nil {
-		return p.views.RenderForm(ctx, rc, "send", page, err)
+		return p.Views.RenderForm(ctx, rc, "send", page, err)
 	}
-	return p.views.Render(ctx, rc, status, "send", page)
+	return p.Views.Render(ctx, rc, status, "send", page)
 }
 
 // load reads the choices of the form: the account's approved, active sender IDs (the default
@@ -110,7 +107,7 @@ func (p *Page) load(ctx context.Context, acct uuid.UUID, f *web.Form) (formData,
 		d.Key = uuid.NewString()
 		f.Set("idempotency_key", d.Key)
 	}
-	senders, err := p.store.SenderIDs(ctx, acct)
+	senders, err := p.Store.SenderIDs(ctx, acct)
 	if err != nil {
 		return d, err
 	}
@@ -126,7 +123,7 @@ func (p *Page) load(ctx context.Context, acct uuid.UUID, f *web.Form) (formData,
 		own = append(own, option{Value: s.ID.String(), Label: s.Name})
 	}
 	d.Senders = append([]option{{Value: "", Label: "Your default: " + def}}, own...)
-	groups, err := p.store.Groups(ctx, acct)
+	groups, err := p.Store.Groups(ctx, acct)
 	if err != nil {
 		return d, err
 	}
@@ -152,7 +149,7 @@ func (p *Page) input(ctx context.Context, acct uuid.UUID, f *web.Form) (sms.Send
 	if err != nil {
 		return in, badGroup()
 	}
-	groups, err := p.store.Groups(ctx, acct)
+	groups, err := p.Store.Groups(ctx, acct)
 	if err != nil {
 		return in, err
 	}
@@ -163,7 +160,7 @@ func (p *Page) input(ctx context.Context, acct uuid.UUID, f *web.Form) (sms.Send
 	if !found { // another account's group, or one deleted since the form was drawn
 		return in, badGroup()
 	}
-	err = p.store.ExportContacts(ctx, acct, &id, func(c persistence.Contact) error {
+	err = p.Store.ExportContacts(ctx, acct, &id, func(c persistence.Contact) error {
 		in.Recipients = append(in.Recipients, c.Phone)
 		return nil
 	})

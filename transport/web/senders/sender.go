@@ -82,7 +82,7 @@ func (p *Pages) senderOf(ctx context.Context, rc *fasthttp.RequestCtx) (uuid.UUI
 	if err != nil {
 		return uuid.Nil, persistence.SenderID{}, err
 	}
-	snd, err := p.store.SenderIDByID(ctx, web.AccountID(rc), id)
+	snd, err := p.Store.SenderIDByID(ctx, web.AccountID(rc), id)
 	return id, snd, err
 }
 
@@ -97,18 +97,18 @@ func (p *Pages) detail(ctx context.Context, rc *fasthttp.RequestCtx) error {
 // renderDetail draws an application's page, showing err's problem in its forms when it has
 // one.
 func (p *Pages) renderDetail(ctx context.Context, rc *fasthttp.RequestCtx, snd persistence.SenderID, f *web.Form, err error) error {
-	d := detailData{Sender: newSender(snd), Shared: p.ops.SharedSender(), Documents: documents, Key: uuid.NewString()}
+	d := detailData{Sender: newSender(snd), Shared: p.Ops.SharedSender(), Documents: documents, Key: uuid.NewString()}
 	page := &web.Page{Title: "Sender ID " + snd.Name, Nav: "/app/senders", Data: d, Form: f}
 	if err != nil {
-		return p.views.RenderForm(ctx, rc, "sender", page, err)
+		return p.Views.RenderForm(ctx, rc, "sender", page, err)
 	}
-	return p.views.Render(ctx, rc, http.StatusOK, "sender", page)
+	return p.Views.Render(ctx, rc, http.StatusOK, "sender", page)
 }
 
 // refused shows an application's page again with why an action was refused (a 409: it is
 // no longer in a state that allows it); other errors become error pages.
 func (p *Pages) refused(ctx context.Context, rc *fasthttp.RequestCtx, id uuid.UUID, err error) error {
-	snd, rerr := p.store.SenderIDByID(ctx, web.AccountID(rc), id)
+	snd, rerr := p.Store.SenderIDByID(ctx, web.AccountID(rc), id)
 	if rerr != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (p *Pages) documents(reapply bool) web.UploadHandler {
 		if err != nil {
 			return err
 		}
-		snd, err := p.ops.SubmitDocuments(ctx, web.AccountID(rc), id, reapply, parts)
+		snd, err := p.Ops.SubmitDocuments(ctx, web.AccountID(rc), id, reapply, parts)
 		if err != nil {
 			return p.refused(ctx, rc, id, err)
 		}
@@ -131,7 +131,7 @@ func (p *Pages) documents(reapply bool) web.UploadHandler {
 		if snd.FeePaid {
 			msg = "Thank you: the documents are in, and we are reviewing them."
 		}
-		p.site.Flash(rc, "success", msg)
+		p.Site.Flash(rc, "success", msg)
 		return api.SeeOther(rc, senderPath(id))
 	}
 }
@@ -145,7 +145,7 @@ func (p *Pages) pay(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if k := web.ReadForm(rc).Get("idempotency_key"); k != "" {
 		rc.Request.Header.Set("Idempotency-Key", k)
 	}
-	body, err := p.ops.PayFee(ctx, rc, web.AccountID(rc), id)
+	body, err := p.Ops.PayFee(ctx, rc, web.AccountID(rc), id)
 	if err != nil {
 		return p.refused(ctx, rc, id, err)
 	}
@@ -157,11 +157,11 @@ func (p *Pages) setDefault(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	snd, err := p.ops.SetDefault(ctx, web.AccountID(rc), id)
+	snd, err := p.Ops.SetDefault(ctx, web.AccountID(rc), id)
 	if err != nil {
 		return p.refused(ctx, rc, id, err)
 	}
-	p.site.Flash(rc, "success", "Your messages now go out under "+snd.Name+".")
+	p.Site.Flash(rc, "success", "Your messages now go out under "+snd.Name+".")
 	return api.SeeOther(rc, "/app/senders")
 }
 
@@ -170,9 +170,9 @@ func (p *Pages) cancel(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := p.ops.Cancel(ctx, web.AccountID(rc), id); err != nil {
+	if err := p.Ops.Cancel(ctx, web.AccountID(rc), id); err != nil {
 		return p.refused(ctx, rc, id, err)
 	}
-	p.site.Flash(rc, "success", "The application for "+snd.Name+" is cancelled.")
+	p.Site.Flash(rc, "success", "The application for "+snd.Name+" is cancelled.")
 	return api.SeeOther(rc, "/app/senders")
 }

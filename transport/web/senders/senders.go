@@ -42,19 +42,16 @@ type Store interface {
 
 // Pages serve the sender IDs.
 type Pages struct {
-	site  *web.Site
-	views *web.Views
-	ops   Operations
-	store Store
+	web.Kit[Operations, Store]
 }
 
 // New returns the pages.
 func New(site *web.Site, ops Operations, store Store) (*Pages, error) {
-	v, err := site.Views(templates)
+	kit, err := web.NewKit(site, templates, ops, store)
 	if err != nil {
 		return nil, err
 	}
-	return &Pages{site: site, views: v, ops: ops, store: store}, nil
+	return &Pages{Kit: kit}, nil
 }
 
 // RegisterPages adds the routes.
@@ -84,7 +81,7 @@ type fee struct {
 
 func (p *Pages) fees() []fee {
 	var out []fee
-	for _, f := range p.ops.Fees() {
+	for _, f := range p.Ops.Fees() {
 		out = append(out, fee{Network: f.Network, Label: networkName(f.Network), Amount: web.KES(f.Cents)})
 	}
 	return out
@@ -96,11 +93,11 @@ func (p *Pages) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
 
 // renderList draws the list with the apply form, showing err's problem in it when it has one.
 func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status int, f *web.Form, err error) error {
-	list, lerr := p.store.SenderIDs(ctx, web.AccountID(rc))
+	list, lerr := p.Store.SenderIDs(ctx, web.AccountID(rc))
 	if lerr != nil {
 		return lerr
 	}
-	d := listData{Shared: p.ops.SharedSender(), Fees: p.fees()}
+	d := listData{Shared: p.Ops.SharedSender(), Fees: p.fees()}
 	for _, s := range list {
 		d.Senders = append(d.Senders, newSender(s))
 	}
@@ -111,20 +108,20 @@ func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status 
 	}
 	page := &web.Page{Title: "Sender IDs", Nav: "/app/senders", Data: d, Form: f}
 	if err != nil {
-		return p.views.RenderForm(ctx, rc, "senders", page, err)
+		return p.Views.RenderForm(ctx, rc, "senders", page, err)
 	}
-	return p.views.Render(ctx, rc, status, "senders", page)
+	return p.Views.Render(ctx, rc, status, "senders", page)
 }
 
 // apply makes an application, then shows it: its documents come next.
 func (p *Pages) apply(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	f := web.ReadForm(rc)
-	snd, err := p.ops.Apply(ctx, web.AccountID(rc), sendersapi.Application{
+	snd, err := p.Ops.Apply(ctx, web.AccountID(rc), sendersapi.Application{
 		Name: given(f, "name"), Network: given(f, "network"), Purpose: given(f, "purpose")})
 	if err != nil {
 		return p.renderList(ctx, rc, 0, f, err)
 	}
-	p.site.Flash(rc, "success", "You applied for "+snd.Name+". Next, upload its four documents.")
+	p.Site.Flash(rc, "success", "You applied for "+snd.Name+". Next, upload its four documents.")
 	return api.SeeOther(rc, senderPath(snd.ID))
 }
 
@@ -139,7 +136,7 @@ func given(f *web.Form, name string) *string {
 
 func (p *Pages) letter(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	kind, _ := rc.UserValue("kind").(string)
-	return p.ops.WriteLetter(ctx, rc, kind, web.AccountID(rc))
+	return p.Ops.WriteLetter(ctx, rc, kind, web.AccountID(rc))
 }
 
 func senderPath(id uuid.UUID) string { return "/app/senders/" + id.String() }

@@ -29,7 +29,7 @@ func (p *Page) checkout(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if !payments.ValidReference(ref) {
 		return api.NotFound("no such payment")
 	}
-	pay, err := p.store.PaymentByReference(ctx, ref)
+	pay, err := p.Store.PaymentByReference(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -41,9 +41,9 @@ func (p *Page) checkout(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		d.Fee, d.Back = true, "/app/senders/"+pay.SenderID.String()
 	}
 	if pay.Status != persistence.PaymentPending || pay.AuthorizationURL == nil {
-		p.site.Flash(rc, "info", "That payment is no longer open. Start a new one if you still want to pay.")
+		p.Site.Flash(rc, "info", "That payment is no longer open. Start a new one if you still want to pay.")
 		return api.SeeOther(rc, d.Back)
 	}
 	d.URL = *pay.AuthorizationURL
-	return p.views.Render(ctx, rc, http.StatusOK, "checkout", &web.Page{Title: "Continue to payment", Nav: "/app/wallet", Data: d})
+	return p.Views.Render(ctx, rc, http.StatusOK, "checkout", &web.Page{Title: "Continue to payment", Nav: "/app/wallet", Data: d})
 }

@@ -40,19 +40,16 @@ type Store interface {
 
 // Page serves the wallet.
 type Page struct {
-	site  *web.Site
-	views *web.Views
-	ops   Operations
-	store Store
+	web.Kit[Operations, Store]
 }
 
 // New returns the page.
 func New(site *web.Site, ops Operations, store Store) (*Page, error) {
-	v, err := site.Views(templates)
+	kit, err := web.NewKit(site, templates, ops, store)
 	if err != nil {
 		return nil, err
 	}
-	return &Page{site: site, views: v, ops: ops, store: store}, nil
+	return &Page{Kit: kit}, nil
 }
 
 // RegisterPages adds the routes.
@@ -126,7 +123,7 @@ func (p *Page) wallet(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	return p.views.Render(ctx, rc, status, "wallet", &web.Page{Title: "Wallet", Nav: "/app/wallet", Data: d,
+	return p.Views.Render(ctx, rc, status, "wallet", &web.Page{Title: "Wallet", Nav: "/app/wallet", Data: d,
 		Banners: landingBanners(rc)})
 }
 
@@ -134,7 +131,7 @@ func (p *Page) wallet(ctx context.Context, rc *fasthttp.RequestCtx) error {
 // with its status, and lists nothing.
 func (p *Page) load(ctx context.Context, rc *fasthttp.RequestCtx, id uuid.UUID, topup *web.Form) (data, int, error) {
 	d := data{Topup: topup, Key: uuid.NewString(), Types: types, Filter: web.NewForm()}
-	w, err := p.store.Wallet(ctx, id)
+	w, err := p.Store.Wallet(ctx, id)
 	if err != nil {
 		return d, 0, err
 	}
@@ -150,7 +147,7 @@ func (p *Page) load(ctx context.Context, rc *fasthttp.RequestCtx, id uuid.UUID, 
 	q := rc.QueryArgs()
 	d.Filter.Set("type", string(q.Peek("type")))
 	d.Paged = len(q.Peek("cursor")) > 0 || len(q.Peek("page")) > 0
-	e, err := p.ops.Transactions(ctx, rc, id)
+	e, err := p.Ops.Transactions(ctx, rc, id)
 	var prob *api.Problem
 	if errors.As(err, &prob) && prob.Status < http.StatusInternalServerError {
 		d.Filter.Fail(prob)
@@ -212,7 +209,7 @@ func (p *Page) topup(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	}
 	// People write amounts as "1,500" or "1 500"; the API reads a JSON number.
 	amount := strings.NewReplacer(",", "", " ", "", "\u00a0", "").Replace(f.Get("amount_kes"))
-	body, err := p.ops.Topup(ctx, rc, id, func() (walletapi.TopupRequest, error) {
+	body, err := p.Ops.Topup(ctx, rc, id, func() (walletapi.TopupRequest, error) {
 		return walletapi.TopupRequest{AmountKES: json.RawMessage(amount)}, nil
 	})
 	if err != nil {
@@ -220,7 +217,7 @@ func (p *Page) topup(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		if lerr != nil {
 			return lerr
 		}
-		return p.views.RenderForm(ctx, rc, "wallet", &web.Page{Title: "Wallet", Nav: "/app/wallet", Data: d, Form: f}, err)
+		return p.Views.RenderForm(ctx, rc, "wallet", &web.Page{Title: "Wallet", Nav: "/app/wallet", Data: d, Form: f}, err)
 	}
 	return web.ToCheckout(rc, body)
 }
@@ -243,7 +240,7 @@ func (p *Page) feeReturn(ctx context.Context, rc *fasthttp.RequestCtx, id uuid.U
 	if outcome == "" || ref == "" {
 		return "", nil
 	}
-	pay, err := p.store.PaymentByReference(ctx, ref)
+	pay, err := p.Store.PaymentByReference(ctx, ref)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return "", nil
 	}
@@ -255,11 +252,11 @@ func (p *Page) feeReturn(ctx context.Context, rc *fasthttp.RequestCtx, id uuid.U
 	}
 	switch {
 	case outcome == "success":
-		p.site.Flash(rc, "success", "The registration fee is paid. Thank you!")
+		p.Site.Flash(rc, "success", "The registration fee is paid. Thank you!")
 	case string(q.Peek("reason")) == "pending":
-		p.site.Flash(rc, "info", "We have not heard from the payment provider yet. If you paid, the fee shows as paid as soon as the payment is confirmed.")
+		p.Site.Flash(rc, "info", "We have not heard from the payment provider yet. If you paid, the fee shows as paid as soon as the payment is confirmed.")
 	default:
-		p.site.Flash(rc, "error", "The fee payment did not go through, and nothing was charged. You can pay again below.")
+		p.Site.Flash(rc, "error", "The fee payment did not go through, and nothing was charged. You can pay again below.")
 	}
 	return "/app/senders/" + pay.SenderID.String(), nil
 }
