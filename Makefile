@@ -43,7 +43,7 @@ test: vet fmt-check
 ## 1280 and 375 pixels wide into screenshots/ (needs Chromium, PostgreSQL and Redis)
 screenshots: stores
 	@rm -rf screenshots
-	TUMA_SCREENSHOTS=$(CURDIR)/screenshots $(GO) test -count=1 -run 'Dashboard.*InBrowser|CheckoutInBrowser' ./cmd/tuma/app/
+	TUMA_SCREENSHOTS=$(CURDIR)/screenshots $(GO) test -count=1 -run 'InBrowser' ./cmd/tuma/app/
 	@ls screenshots
 
 vet:
