@@ -90,7 +90,11 @@ var dashboardPages = []dashboardPage{
 	{"overview", "/app/"},
 	{"send", "/app/send"},
 	{"messages", "/app/messages"},
+	{"messages, failed", "/app/messages?status=failed"},
+	{"messages, Telkom, one day", "/app/messages?network=telkom&from=" + time.Now().UTC().AddDate(0, 0, -3).Format(time.DateOnly) + "&to=" + time.Now().UTC().AddDate(0, 0, -3).Format(time.DateOnly)},
+	{"message", "link:/app/messages:/app/messages/"},
 	{"campaigns", "/app/campaigns"},
+	{"campaign", "link:/app/campaigns:/app/campaigns/"},
 	{"contacts", "/app/contacts"},
 	{"contacts, search by name", "/app/contacts?search=wanjiru"},
 	{"contacts, search by phone", "/app/contacts?search=0710001"},
@@ -101,6 +105,7 @@ var dashboardPages = []dashboardPage{
 	{"wallet", "/app/wallet"},
 	{"notifications", "/app/notifications"},
 	{"developers", "/app/developers"},
+	{"webhooks", "/app/developers/webhooks"},
 }
 
 // PageFigures are one page's figures.
@@ -138,6 +143,12 @@ func RunDashboard(ctx context.Context, cfg DashboardConfig, stdout io.Writer) ([
 	for _, pg := range dashboardPages {
 		if pg.path == "" {
 			pg.path = "/app/contacts?group_id=" + group
+		}
+		if spec, ok := strings.CutPrefix(pg.path, "link:"); ok { // the first such link of a list page
+			list, prefix, _ := strings.Cut(spec, ":")
+			if pg.path, err = b.firstLink(ctx, list, prefix); err != nil {
+				return out, fmt.Errorf("%s: %w", pg.name, err)
+			}
 		}
 		f, err := b.measure(ctx, pg, cfg.Reads)
 		if err != nil {
@@ -259,6 +270,19 @@ func (b *browser) firstGroup(ctx context.Context) (string, error) {
 	m := groupValue.FindSubmatch(r.body)
 	if m == nil {
 		return "", fmt.Errorf("the contacts page (%d) lists no group", r.status)
+	}
+	return string(m[1]), nil
+}
+
+// firstLink is the first link on the page at list to a path under prefix followed by an id.
+func (b *browser) firstLink(ctx context.Context, list, prefix string) (string, error) {
+	r, err := b.do(ctx, "GET", list, "identity", nil)
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`href="(` + regexp.QuoteMeta(prefix) + `[0-9a-f-]{36})"`).FindSubmatch(r.body)
+	if m == nil {
+		return "", fmt.Errorf("%s (%d) links to no %s…", list, r.status, prefix)
 	}
 	return string(m[1]), nil
 }
