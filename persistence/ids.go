@@ -3,8 +3,10 @@
 package persistence
 
 import (
+	"encoding/binary"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -23,4 +25,19 @@ func sortedIDs[V any](m map[uuid.UUID]V) []uuid.UUID {
 func NewID() uuid.UUID {
 	// NewV7 fails only when the system's random source does, which nothing can recover from.
 	return uuid.Must(uuid.NewV7())
+}
+
+// idSlack is how far a row's created_at may be from the time in its UUIDv7 id: both are read
+// from clocks when the row is written (the node's for the id, PostgreSQL's for created_at).
+const idSlack = time.Hour
+
+// idFloor is the smallest UUIDv7 of the millisecond t: every id minted at t or later sorts at
+// or after it, so a range of created_at becomes a range of the primary key.
+func idFloor(t time.Time) uuid.UUID {
+	var id uuid.UUID
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(max(t.UnixMilli(), 0)))
+	copy(id[:6], ms[2:])
+	id[6], id[8] = 0x70, 0x80 // version 7, RFC 4122 variant, the rest zero
+	return id
 }
