@@ -54,6 +54,7 @@ type WebhookDelivery struct {
 	Attempts                  int      // attempts before this one
 	Events                    []WebhookEvent
 	CreatedAt                 time.Time
+	BatchSize                 int // its endpoint's batch_size when claimed (FormWebhookDeliveries takes it)
 }
 
 // WebhookClaim says how much work a node takes.
@@ -94,8 +95,22 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, c WebhookClaim) ([]W
 	return out, nil
 }
 
+// FormWebhookDeliveries forms up to c.Limit new deliveries of one endpoint from the outbox, as
+// ClaimWebhookDeliveries would, each leased to the caller: what a node does the moment an
+// attempt to that endpoint succeeds (a lane is free and its held events may go), so that an
+// endpoint's deliveries follow one another without waiting for a round. batch is the
+// endpoint's batch size (WebhookDelivery.BatchSize). Another node or round forming for the
+// endpoint at the same moment makes it form none.
+func (s *Store) FormWebhookDeliveries(ctx context.Context, c WebhookClaim, endpoint uuid.UUID, batch int) ([]WebhookDelivery, error) {
+	if c.Limit <= 0 || batch <= 0 {
+		return nil, nil
+	}
+	return s.form(ctx, formCandidate{endpoint: endpoint, batch: batch}, c.Limit, c)
+}
+
 const deliveryClaimColumns = `d.id, d.endpoint_id, d.account_id, d.attempts, d.created_at, d.event_seqs, d.event_types,
-	d.event_times, d.message_ids, d.event_data::text[], e.url, e.secret, CASE WHEN e.old_secret_until > now() THEN e.old_secret END`
+	d.event_times, d.message_ids, d.event_data::text[], e.url, e.secret, CASE WHEN e.old_secret_until > now() THEN e.old_secret END,
+	e.batch_size`
 
 func (s *Store) claimDue(ctx context.Context, c WebhookClaim) ([]WebhookDelivery, error) {
 	rows, err := s.pool.Query(ctx, `
@@ -129,11 +144,13 @@ func (s *Store) scanClaimed(row pgx.Row) (WebhookDelivery, error) {
 		msgs      []uuid.UUID
 		data      []string
 		cur, prev []byte
+		batch     int16
 	)
 	if err := row.Scan(&d.ID, &d.EndpointID, &d.AccountID, &d.Attempts, &d.CreatedAt, &seqs, &types, &times, &msgs, &data,
-		&d.URL, &cur, &prev); err != nil {
+		&d.URL, &cur, &prev, &batch); err != nil {
 		return d, err
 	}
+	d.BatchSize = int(batch)
 	for _, sealed := range [][]byte{cur, prev} {
 		if sealed == nil {
 			continue
@@ -258,7 +275,7 @@ func (s *Store) form(ctx context.Context, cand formCandidate, room int, c Webhoo
 				d.Secrets = append(d.Secrets, sec)
 			}
 		}
-		d.EndpointID = cand.endpoint
+		d.EndpointID, d.BatchSize = cand.endpoint, cand.batch
 		batches, taken := cutBatches(chunks, held, min(room, c.Lanes-pending), cand.batch)
 		if len(batches) == 0 {
 			return nil

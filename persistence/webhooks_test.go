@@ -396,3 +396,51 @@ func expireLeases(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 }
+
+// FormWebhookDeliveries forms one endpoint's next deliveries at once, under the same rules as
+// a claim: the held events wait for their message.sent, lanes bound it, another endpoint's
+// events stay in the outbox, and a failing endpoint gets none.
+func TestWebhookFormOneEndpoint(t *testing.T) {
+	st, _ := pgtest.NewStore(t)
+	ctx := context.Background()
+	acct, other := fundedAccount(t, st, 10_000), fundedAccount(t, st, 10_000)
+	w := newHook(t, st, acct, 2, "message.sent", "message.delivered")
+	newHook(t, st, other, 2, "message.sent")
+	sent(t, st, acct, 3, "f")
+	receipts(t, st, "f", true, true, true)
+	sent(t, st, other, 2, "o")
+	form := func(limit, lanes int) []persistence.WebhookDelivery {
+		t.Helper()
+		ds, err := st.FormWebhookDeliveries(ctx, persistence.WebhookClaim{Limit: limit, Lanes: lanes, Lease: time.Minute}, w.ID, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.EndpointID != w.ID || d.BatchSize != 2 || len(d.Secrets) != 1 {
+				t.Fatalf("formed %+v; want the endpoint's, batch size 2, signed", d)
+			}
+		}
+		return ds
+	}
+	if ds := form(1, 4); len(ds) != 1 || types(ds[0]) != "sent,sent" {
+		t.Fatalf("limit 1: %v; want [sent sent]", ds)
+	}
+	ds := form(10, 2)
+	if len(ds) != 1 || types(ds[0]) != "sent" {
+		t.Fatalf("second lane: %v; want [sent] and no more (2 lanes)", ds)
+	}
+	if again := form(10, 4); len(again) != 0 {
+		t.Fatalf("formed %v while every message.sent is pending", again)
+	}
+	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[0].ID, EndpointID: w.ID, At: time.Now(),
+		StatusCode: 500, Error: "HTTP 500", RetryAt: time.Now().Add(time.Hour)}, 72*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got := form(10, 4); len(got) != 0 {
+		t.Fatalf("formed %v with the circuit open", got)
+	}
+	// The other endpoint's events were left for it.
+	if ds := claim(t, st, 10, 4); len(ds) != 1 || ds[0].EndpointID == w.ID || types(ds[0]) != "sent,sent" {
+		t.Fatalf("claim: %v; want the other endpoint's [sent sent]", ds)
+	}
+}
