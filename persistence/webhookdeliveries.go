@@ -54,6 +54,7 @@ type WebhookDelivery struct {
 	Attempts                  int      // attempts before this one
 	Events                    []WebhookEvent
 	CreatedAt                 time.Time
+	BatchSize                 int // its endpoint's batch_size when claimed (FormWebhookDeliveries takes it)
 }
 
 // WebhookClaim says how much work a node takes.
@@ -70,7 +71,9 @@ type WebhookClaim struct {
 // to be retried: one failed attempt opens its circuit, so a dead endpoint gets only its
 // retries (on the schedule, Lanes at most) until one succeeds. Its events wait in the outbox.
 // A delivery holds the events of its batch oldest first, and never a message's later event
-// while that message's message.sent is in another pending delivery: the batch ends there.
+// while that message's message.sent is in another pending delivery: that event, and every
+// later one of its message, stays in the outbox, and the batch goes on with the events after
+// it (order is per message), so an endpoint's messages do not wait on one another.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, c WebhookClaim) ([]WebhookDelivery, error) {
 	out, err := s.claimDue(ctx, c)
 	if err != nil || len(out) >= c.Limit {
@@ -94,8 +97,22 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, c WebhookClaim) ([]W
 	return out, nil
 }
 
+// FormWebhookDeliveries forms up to c.Limit new deliveries of one endpoint from the outbox, as
+// ClaimWebhookDeliveries would, each leased to the caller: what a node does the moment an
+// attempt to that endpoint succeeds (a lane is free and its held events may go), so that an
+// endpoint's deliveries follow one another without waiting for a round. batch is the
+// endpoint's batch size (WebhookDelivery.BatchSize). Another node or round forming for the
+// endpoint at the same moment makes it form none.
+func (s *Store) FormWebhookDeliveries(ctx context.Context, c WebhookClaim, endpoint uuid.UUID, batch int) ([]WebhookDelivery, error) {
+	if c.Limit <= 0 || batch <= 0 {
+		return nil, nil
+	}
+	return s.form(ctx, formCandidate{endpoint: endpoint, batch: batch}, c.Limit, c)
+}
+
 const deliveryClaimColumns = `d.id, d.endpoint_id, d.account_id, d.attempts, d.created_at, d.event_seqs, d.event_types,
-	d.event_times, d.message_ids, d.event_data::text[], e.url, e.secret, CASE WHEN e.old_secret_until > now() THEN e.old_secret END`
+	d.event_times, d.message_ids, d.event_data::text[], e.url, e.secret, CASE WHEN e.old_secret_until > now() THEN e.old_secret END,
+	e.batch_size`
 
 func (s *Store) claimDue(ctx context.Context, c WebhookClaim) ([]WebhookDelivery, error) {
 	rows, err := s.pool.Query(ctx, `
@@ -129,11 +146,13 @@ func (s *Store) scanClaimed(row pgx.Row) (WebhookDelivery, error) {
 		msgs      []uuid.UUID
 		data      []string
 		cur, prev []byte
+		batch     int16
 	)
 	if err := row.Scan(&d.ID, &d.EndpointID, &d.AccountID, &d.Attempts, &d.CreatedAt, &seqs, &types, &times, &msgs, &data,
-		&d.URL, &cur, &prev); err != nil {
+		&d.URL, &cur, &prev, &batch); err != nil {
 		return d, err
 	}
+	d.BatchSize = int(batch)
 	for _, sealed := range [][]byte{cur, prev} {
 		if sealed == nil {
 			continue
@@ -258,19 +277,26 @@ func (s *Store) form(ctx context.Context, cand formCandidate, room int, c Webhoo
 				d.Secrets = append(d.Secrets, sec)
 			}
 		}
-		d.EndpointID = cand.endpoint
+		d.EndpointID, d.BatchSize = cand.endpoint, cand.batch
 		batches, taken := cutBatches(chunks, held, min(room, c.Lanes-pending), cand.batch)
 		if len(batches) == 0 {
 			return nil
 		}
 		w := &pgx.Batch{}
 		for _, k := range chunks {
-			switch n, ok := taken[k.id]; {
-			case !ok:
-			case k.taken+n >= k.total:
+			places, ok := taken[k.id]
+			if !ok {
+				continue
+			}
+			switch prefix, marks := consumed(k, places); {
+			case prefix >= k.total:
 				w.Queue(`DELETE FROM webhook_events WHERE id = $1`, k.id)
+			case len(marks) == 0:
+				w.Queue(`UPDATE webhook_events SET taken = $2 WHERE id = $1`, k.id, prefix)
 			default:
-				w.Queue(`UPDATE webhook_events SET taken = $2 WHERE id = $1`, k.id, k.taken+n)
+				w.Queue(`UPDATE webhook_events SET taken = $2, types = (SELECT array_agg(CASE WHEN i = ANY($3::int[]) THEN $4::smallint
+						ELSE t END ORDER BY i) FROM unnest(types) WITH ORDINALITY u(t, i))
+					WHERE id = $1`, k.id, prefix, marks, takenMark)
 			}
 		}
 		for _, evs := range batches {
@@ -287,16 +313,21 @@ func (s *Store) form(ctx context.Context, cand formCandidate, room int, c Webhoo
 	return out, nil
 }
 
-// cutBatches cuts up to n batches of up to size events from the chunks, oldest first, ending
-// at the first later event of a message whose message.sent is held (pending elsewhere, or in
-// an earlier batch of this cut). It returns the batches and how many events of each chunk
-// they took.
-func cutBatches(chunks []outboxChunk, held []uuid.UUID, n, size int) ([][]WebhookEvent, map[int64]int) {
+// takenMark marks an event taken into a delivery past its chunk's taken prefix (an event
+// before it was held); its place, and so every event's id, stays.
+const takenMark = -1
+
+// cutBatches cuts up to n batches of up to size events from the chunks, oldest first, leaving
+// in the outbox every event of a message from the first one that must wait: a later event of
+// a message whose message.sent is held (pending elsewhere, or in an earlier batch of this
+// cut). It returns the batches and, per chunk, the places (from its taken prefix) they took.
+func cutBatches(chunks []outboxChunk, held []uuid.UUID, n, size int) ([][]WebhookEvent, map[int64][]int) {
 	holds := make(map[uuid.UUID]bool, len(held))
 	for _, m := range held {
 		holds[m] = true
 	}
-	taken := map[int64]int{}
+	waiting := map[uuid.UUID]bool{} // messages with an event left behind in this cut
+	taken := map[int64][]int{}
 	var out [][]WebhookEvent
 	var cur []WebhookEvent
 	var curSent []uuid.UUID
@@ -315,15 +346,16 @@ func cutBatches(chunks []outboxChunk, held []uuid.UUID, n, size int) ([][]Webhoo
 			if len(out) == n {
 				return out, taken
 			}
+			if code == takenMark {
+				continue
+			}
 			t := eventTypeOf(code)
 			ev := WebhookEvent{Seq: k.id<<16 | int64(k.taken+i), Type: t, CreatedAt: k.created}
 			if t.IsMessage() {
 				ev.MessageID = k.msgs[i]
-				if t != EventMessageSent && holds[ev.MessageID] {
-					if len(cur) > 0 {
-						closeBatch()
-					}
-					return out, taken
+				if waiting[ev.MessageID] || t != EventMessageSent && holds[ev.MessageID] {
+					waiting[ev.MessageID] = true
+					continue
 				}
 				if t == EventMessageSent {
 					curSent = append(curSent, ev.MessageID)
@@ -332,13 +364,32 @@ func cutBatches(chunks []outboxChunk, held []uuid.UUID, n, size int) ([][]Webhoo
 				ev.Data = k.data
 			}
 			cur = append(cur, ev)
-			taken[k.id]++
+			taken[k.id] = append(taken[k.id], i)
 		}
 	}
 	if len(cur) > 0 && len(out) < n {
 		closeBatch()
 	}
 	return out, taken
+}
+
+// consumed is what taking places (ascending, from the taken prefix) does to a chunk: its new
+// taken prefix (past the events taken now or before), and the places past it to mark taken.
+func consumed(k outboxChunk, places []int) (prefix int, marks []int) {
+	took := make(map[int]bool, len(places))
+	for _, p := range places {
+		took[p] = true
+	}
+	i := 0
+	for i < len(k.types) && (took[i] || k.types[i] == takenMark) {
+		i++
+	}
+	for _, p := range places {
+		if p >= i {
+			marks = append(marks, k.taken+p+1) // 1-based, as SQL arrays are
+		}
+	}
+	return k.taken + i, marks
 }
 
 // queueDelivery inserts a delivery leased to the node that formed it.

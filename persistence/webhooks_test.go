@@ -219,10 +219,11 @@ func TestWebhookDeliveryOrderAndCircuit(t *testing.T) {
 	w := newHook(t, st, acct, 2, "message.sent", "message.delivered", "message.failed")
 	sent(t, st, acct, 3, "a")
 	receipts(t, st, "a", true, true, false)
-	// 6 events, batch 2, 4 lanes: [s0 s1] [s2] — then d0 waits for the first batch.
+	// 6 events, batch 2, 4 lanes: [s0 s1] [s2 f2] (f2 after its sent, in the batch) — d0 and
+	// d1 wait for the first batch.
 	ds := claim(t, st, 10, 4)
-	if len(ds) != 2 || types(ds[0]) != "sent,sent" || types(ds[1]) != "sent" {
-		t.Fatalf("claimed %d: %v; want [sent sent] [sent], the rest held", len(ds), ds)
+	if len(ds) != 2 || types(ds[0]) != "sent,sent" || types(ds[1]) != "sent,failed" {
+		t.Fatalf("claimed %d: %v; want [sent sent] [sent failed], the rest held", len(ds), ds)
 	}
 	if again := claim(t, st, 10, 4); len(again) != 0 {
 		t.Fatalf("claimed %d more while the message.sent deliveries are pending", len(again))
@@ -236,9 +237,9 @@ func TestWebhookDeliveryOrderAndCircuit(t *testing.T) {
 	ok(ds[0])
 	ds2 := claim(t, st, 10, 4)
 	if len(ds2) != 1 || types(ds2[0]) != "delivered,delivered" {
-		t.Fatalf("after the first batch: %v; want [delivered delivered] (the third waits for its sent)", ds2)
+		t.Fatalf("after the first batch: %v; want [delivered delivered]", ds2)
 	}
-	// The pending [s2] fails: the circuit opens, nothing new is formed.
+	// The pending [s2 f2] fails: the circuit opens, nothing new is formed.
 	retry := time.Now().Add(time.Hour)
 	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[1].ID, EndpointID: w.ID, At: time.Now(),
 		StatusCode: 500, Error: "HTTP 500", RetryAt: retry}, 72*time.Hour); err != nil {
@@ -261,8 +262,8 @@ func TestWebhookDeliveryOrderAndCircuit(t *testing.T) {
 	}
 	ok(due[0])
 	rest := claim(t, st, 10, 4)
-	if len(rest) != 1 || types(rest[0]) != "failed,sent" {
-		t.Fatalf("after the circuit closed: %v; want [failed sent]", rest)
+	if len(rest) != 1 || types(rest[0]) != "sent" {
+		t.Fatalf("after the circuit closed: %v; want [sent]", rest)
 	}
 	// A delivery that has failed for good is retried by hand: due now, one more attempt.
 	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: rest[0].ID, EndpointID: w.ID, At: time.Now(),
@@ -394,5 +395,85 @@ func expireLeases(t *testing.T, url string) {
 	if _, err := conn.Exec(context.Background(), `UPDATE webhook_deliveries SET lease_until = now() - interval '1 second'
 		WHERE lease_until IS NOT NULL`); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// FormWebhookDeliveries forms one endpoint's next deliveries at once, under the same rules as
+// a claim: the held events wait for their message.sent, lanes bound it, another endpoint's
+// events stay in the outbox, and a failing endpoint gets none.
+func TestWebhookFormOneEndpoint(t *testing.T) {
+	st, _ := pgtest.NewStore(t)
+	ctx := context.Background()
+	acct, other := fundedAccount(t, st, 10_000), fundedAccount(t, st, 10_000)
+	w := newHook(t, st, acct, 2, "message.sent", "message.delivered")
+	newHook(t, st, other, 2, "message.sent")
+	sent(t, st, acct, 3, "f")
+	receipts(t, st, "f", true, true, true)
+	sent(t, st, other, 2, "o")
+	form := func(limit, lanes int) []persistence.WebhookDelivery {
+		t.Helper()
+		ds, err := st.FormWebhookDeliveries(ctx, persistence.WebhookClaim{Limit: limit, Lanes: lanes, Lease: time.Minute}, w.ID, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.EndpointID != w.ID || d.BatchSize != 2 || len(d.Secrets) != 1 {
+				t.Fatalf("formed %+v; want the endpoint's, batch size 2, signed", d)
+			}
+		}
+		return ds
+	}
+	if ds := form(1, 4); len(ds) != 1 || types(ds[0]) != "sent,sent" {
+		t.Fatalf("limit 1: %v; want [sent sent]", ds)
+	}
+	ds := form(10, 2)
+	if len(ds) != 1 || types(ds[0]) != "sent,delivered" {
+		t.Fatalf("second lane: %v; want [sent delivered] and no more (2 lanes)", ds)
+	}
+	if again := form(10, 4); len(again) != 0 {
+		t.Fatalf("formed %v while every message.sent is pending", again)
+	}
+	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[0].ID, EndpointID: w.ID, At: time.Now(),
+		StatusCode: 500, Error: "HTTP 500", RetryAt: time.Now().Add(time.Hour)}, 72*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got := form(10, 4); len(got) != 0 {
+		t.Fatalf("formed %v with the circuit open", got)
+	}
+	// The other endpoint's events were left for it.
+	if ds := claim(t, st, 10, 4); len(ds) != 1 || ds[0].EndpointID == w.ID || types(ds[0]) != "sent,sent" {
+		t.Fatalf("claim: %v; want the other endpoint's [sent sent]", ds)
+	}
+}
+
+// A message's events that must wait for its message.sent stay in the outbox while the events
+// after them go: other messages do not wait on it, and its events still go in order.
+func TestWebhookHeldEventsLetOthersPass(t *testing.T) {
+	st, _ := pgtest.NewStore(t)
+	ctx := context.Background()
+	acct := fundedAccount(t, st, 10_000)
+	w := newHook(t, st, acct, 2, "message.sent", "message.delivered")
+	first := sent(t, st, acct, 2, "h")
+	receipts(t, st, "h", true, true)
+	later := sent(t, st, acct, 2, "l")
+	ds := claim(t, st, 10, 4)
+	if len(ds) != 2 || types(ds[0]) != "sent,sent" || types(ds[1]) != "sent,sent" ||
+		ds[0].Events[0].MessageID != first[0] || ds[1].Events[0].MessageID != later[0] {
+		t.Fatalf("claimed %v; want the first two sent, then the later two past the held delivered", ds)
+	}
+	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[0].ID, EndpointID: w.ID, At: time.Now(),
+		StatusCode: 204, Succeeded: true}, 72*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	next := claim(t, st, 10, 4)
+	if len(next) != 1 || types(next[0]) != "delivered,delivered" || next[0].Events[0].MessageID != first[0] ||
+		next[0].Events[0].Seq <= ds[0].Events[1].Seq || next[0].Events[0].Seq >= ds[1].Events[0].Seq {
+		t.Fatalf("after the first batch: %v; want the held delivered events, their ids between the batches'", next)
+	}
+	if again := claim(t, st, 10, 4); len(again) != 0 {
+		t.Fatalf("claimed %v; the outbox should be empty", again)
+	}
+	if b, err := st.WebhookBacklog(ctx); err != nil || b.Queued != 0 {
+		t.Fatalf("backlog %+v, %v; want nothing queued", b, err)
 	}
 }

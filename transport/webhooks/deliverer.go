@@ -26,6 +26,7 @@ import (
 // Store is what the Deliverer needs of persistence.
 type Store interface {
 	ClaimWebhookDeliveries(ctx context.Context, c persistence.WebhookClaim) ([]persistence.WebhookDelivery, error)
+	FormWebhookDeliveries(ctx context.Context, c persistence.WebhookClaim, endpoint uuid.UUID, batch int) ([]persistence.WebhookDelivery, error)
 	WebhookMessages(ctx context.Context, accountID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]persistence.MessageEventData, error)
 	WebhookAttempted(ctx context.Context, a persistence.WebhookAttempt, failingLimit time.Duration) (*persistence.DisabledWebhook, error)
 	PruneWebhooks(ctx context.Context, before time.Time, limit int) (int64, error)
@@ -165,21 +166,61 @@ func (d *Deliverer) Run(ctx context.Context) {
 
 // Round claims the deliveries this node has room for and hands them to Run.
 func (d *Deliverer) Round(ctx context.Context) (more bool, err error) {
-	free := d.opts.InFlight - int(d.inflight.Load())
+	free := d.reserve(d.opts.InFlight)
 	if free <= 0 {
 		return false, nil // an attempt that ends wakes the next round
 	}
 	claimed, err := d.store.ClaimWebhookDeliveries(ctx, persistence.WebhookClaim{Limit: free, Lanes: d.opts.Lanes, Lease: d.opts.Lease})
-	for _, w := range claimed {
-		d.inflight.Add(1)
-		select {
-		case d.work <- w:
-		case <-ctx.Done(): // stopping: the lease lapses and the delivery waits for the next start
-			d.inflight.Add(-1)
-			return false, ctx.Err()
-		}
+	if err := d.dispatch(ctx, claimed, free); err != nil {
+		return false, err
 	}
 	return len(claimed) == free, err
+}
+
+// reserve takes up to n of the node's free places in flight and says how many it took.
+func (d *Deliverer) reserve(n int) int {
+	for {
+		cur := d.inflight.Load()
+		free := min(int64(n), int64(d.opts.InFlight)-cur)
+		if free <= 0 {
+			return 0
+		}
+		if d.inflight.CompareAndSwap(cur, cur+free) {
+			return int(free)
+		}
+	}
+}
+
+// dispatch hands claimed deliveries to Run and gives back the places reserved for them that
+// they did not fill.
+func (d *Deliverer) dispatch(ctx context.Context, claimed []persistence.WebhookDelivery, reserved int) error {
+	d.inflight.Add(int64(len(claimed) - reserved))
+	for i, w := range claimed {
+		select {
+		case d.work <- w:
+		case <-ctx.Done(): // stopping: the leases lapse and the deliveries wait for the next start
+			d.inflight.Add(-int64(len(claimed) - i))
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// refill forms the next deliveries of an endpoint whose attempt just succeeded, at once: its
+// lane is free and the later events its delivery held may go now. Waiting for a round instead
+// would leave each endpoint's deliveries a round apart (the order of a message's events makes
+// its later events wait for the delivery of its message.sent). Rounds still form the rest.
+func (d *Deliverer) refill(ctx context.Context, w persistence.WebhookDelivery) {
+	free := d.reserve(d.opts.Lanes)
+	if free <= 0 {
+		return
+	}
+	formed, err := d.store.FormWebhookDeliveries(ctx, persistence.WebhookClaim{Limit: free, Lanes: d.opts.Lanes, Lease: d.opts.Lease},
+		w.EndpointID, w.BatchSize)
+	if err != nil && ctx.Err() == nil {
+		d.log.Error("form webhook deliveries; a round forms them", slog.Any("error", err), slog.String("endpoint", w.EndpointID.String()))
+	}
+	_ = d.dispatch(ctx, formed, free)
 }
 
 // bookkeeping bounds recording an outcome, which must happen even when the attempt's context
@@ -226,6 +267,9 @@ func (d *Deliverer) attempt(ctx context.Context, w persistence.WebhookDelivery) 
 		d.log.Error("record webhook attempt; its lease will lapse and it goes again", slog.Any("error", err),
 			slog.String("delivery", w.ID.String()))
 		return
+	}
+	if a.Succeeded && disabled == nil {
+		d.refill(ctx, w)
 	}
 	if disabled != nil {
 		reason := "failing"
