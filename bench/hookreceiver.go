@@ -56,6 +56,7 @@ type hookCounts struct {
 	Duplicates    int64 `json:"duplicates"`     // events received again (at least once allows them)
 	BadSignatures int64 `json:"bad_signatures"` // deliveries whose signature did not verify (answered 401)
 	BadBodies     int64 `json:"bad_bodies"`     // deliveries that were not {"events":[…]} (answered 400)
+	Broken        int64 `json:"broken"`         // requests whose body did not arrive whole (the sender gave up)
 	OutOfOrder    int64 `json:"out_of_order"`   // a message's final event before its message.sent
 }
 
@@ -145,10 +146,15 @@ func (r *hookReceiver) receive(w http.ResponseWriter, req *http.Request) {
 	now := time.Now()
 	n, _ := strconv.Atoi(req.PathValue("n"))
 	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<20))
+	if err != nil {
+		r.count(func(c *hookCounts) { c.Broken++ })
+		http.Error(w, "incomplete body", http.StatusBadRequest)
+		return
+	}
 	r.mu.Lock()
 	key := r.secrets[n]
 	r.mu.Unlock()
-	if err != nil || key == nil || !verified(key, req.Header, body) {
+	if key == nil || !verified(key, req.Header, body) {
 		r.count(func(c *hookCounts) { c.BadSignatures++ })
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return

@@ -120,6 +120,6 @@ func (w *Webhooks) print(out io.Writer) {
 	fmt.Fprintf(out, "  latency       p50 %s · p99 %s · max %s (event created → received)\n",
 		msStr(w.Latency.P50MS), msStr(w.Latency.P99MS), msStr(w.Latency.MaxMS))
 	fmt.Fprintf(out, "  complete      %v (lost %d; last event %.1f s after the messages were final)\n", w.Complete, w.Lost, w.LastAfterS)
-	fmt.Fprintf(out, "  checks        %d bad signatures · %d out of order · %d bad bodies\n",
-		w.Counts.BadSignatures, w.Counts.OutOfOrder, w.Counts.BadBodies)
+	fmt.Fprintf(out, "  checks        %d bad signatures · %d out of order · %d bad bodies · %d requests cut short\n",
+		w.Counts.BadSignatures, w.Counts.OutOfOrder, w.Counts.BadBodies, w.Counts.Broken)
 }
