@@ -99,7 +99,8 @@ func TestServeBannerShowsTheListener(t *testing.T) {
 	if err := run(ctx, []string{"serve", "--banner"}, &out, &errs, lookup); err != nil {
 		t.Fatalf("serve --banner, stopped at once: %v\n%s", err, errs.String())
 	}
-	api, _, _ := strings.Cut(strings.TrimPrefix(out.String(), "  API       "), "\n")
+	_, api, _ := strings.Cut(out.String(), "  API       ")
+	api, _, _ = strings.Cut(api, "\n")
 	if !strings.HasPrefix(api, "http://127.0.0.1:") || strings.HasSuffix(api, ":0") || !strings.Contains(out.String(), api+"/openapi.json") {
 		t.Errorf("banner = %q; want the port the node listens on", out.String())
 	}
