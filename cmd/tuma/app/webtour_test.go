@@ -114,7 +114,7 @@ func TestDashboardTourInBrowser(t *testing.T) {
 
 	b.open("/app/")
 	b.waitText("Duka Bora")
-	b.check("tour-overview")
+	b.checkWidths("tour-overview")
 
 	// Rotate the API key: shown once, it works on the API.
 	b.open("/app/developers")
