@@ -56,9 +56,12 @@ func loadAssets() (*assets, error) {
 		if ct == "" {
 			return fmt.Errorf("static/%s: no content type for %s", name, ext)
 		}
-		a.byHashed[hashed] = &asset{contentType: ct, raw: b, hashedName: hashed, originalName: name,
-			gz: fasthttp.AppendGzipBytesLevel(nil, b, fasthttp.CompressBestCompression),
-			br: fasthttp.AppendBrotliBytesLevel(nil, b, fasthttp.CompressBrotliBestCompression)}
+		br, err := brotli(b, assetBrotli)
+		if err != nil {
+			return fmt.Errorf("static/%s: %w", name, err)
+		}
+		a.byHashed[hashed] = &asset{contentType: ct, raw: b, hashedName: hashed, originalName: name, br: br,
+			gz: fasthttp.AppendGzipBytesLevel(nil, b, fasthttp.CompressBestCompression)}
 		a.url[name] = "/app/static/" + hashed
 		return nil
 	})
@@ -110,12 +113,21 @@ func writeCompressed(rc *fasthttp.RequestCtx, status int, contentType string, bo
 	rc.SetStatusCode(status)
 	rc.Response.Header.SetContentType(contentType)
 	rc.Response.Header.Set("Vary", "Accept-Encoding")
+	br := len(body) >= 1024 && rc.Request.Header.HasAcceptEncoding("br")
+	var compressed []byte
+	if br {
+		var err error
+		// A body that cannot be compressed goes out as it is (gzip or none) rather than fail.
+		if compressed, err = brotli(body, pageBrotli); err != nil {
+			br = false
+		}
+	}
 	switch {
 	case len(body) < 1024:
 		rc.SetBody(body)
-	case rc.Request.Header.HasAcceptEncoding("br"):
+	case br:
 		rc.Response.Header.Set("Content-Encoding", "br")
-		rc.SetBody(fasthttp.AppendBrotliBytesLevel(nil, body, fasthttp.CompressBrotliDefaultCompression))
+		rc.SetBody(compressed)
 	case rc.Request.Header.HasAcceptEncoding("gzip"):
 		rc.Response.Header.Set("Content-Encoding", "gzip")
 		rc.SetBody(fasthttp.AppendGzipBytesLevel(nil, body, fasthttp.CompressDefaultCompression))
