@@ -250,9 +250,15 @@ func (s *Store) form(ctx context.Context, cand formCandidate, room int, c Webhoo
 			FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, cand.endpoint).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&pending, &failing, &held)
 		})
-		b.Queue(`SELECT id, created_at, taken, cardinality(types), types[taken + 1 : taken + $2],
+		// The oldest rows up to those holding need events: a row holds a status flush's events
+		// (hundreds), so reading need rows whole read a hundred times what a form takes. Only
+		// the rows kept are sliced (their arrays detoasted). Twice need: as many events again may
+		// be held (a message's later events behind its message.sent in a pending delivery).
+		b.Queue(`SELECT id, created_at, taken, n, types[taken + 1 : taken + $2],
 				coalesce(message_ids[taken + 1 : taken + $2], '{}'), data
-			FROM webhook_events WHERE endpoint_id = $1 ORDER BY id LIMIT $2`, cand.endpoint, need).Query(func(rows pgx.Rows) error {
+			FROM (SELECT *, cardinality(types) AS n, sum(cardinality(types) - taken) OVER (ORDER BY id) AS upto
+				FROM (SELECT * FROM webhook_events WHERE endpoint_id = $1 ORDER BY id LIMIT $2) f) w
+			WHERE upto - (n - taken) < 2 * $2 ORDER BY id`, cand.endpoint, need).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var k outboxChunk
 				if err := rows.Scan(&k.id, &k.created, &k.taken, &k.total, &k.types, &k.msgs, &k.data); err != nil {
