@@ -12,8 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/tuma-sms/tuma/carriers"
 )
 
 // DeliveryStatus is where a webhook delivery is: pending → succeeded | failed (a failed one
@@ -54,7 +52,8 @@ type WebhookDelivery struct {
 	Attempts                  int      // attempts before this one
 	Events                    []WebhookEvent
 	CreatedAt                 time.Time
-	BatchSize                 int // its endpoint's batch_size when claimed (FormWebhookDeliveries takes it)
+	BatchSize                 int       // its endpoint's batch_size when claimed (FormWebhookDeliveries takes it)
+	LeaseUntil                time.Time // the claim: its outcome is recorded only while the delivery still holds it
 }
 
 // WebhookClaim says how much work a node takes.
@@ -83,18 +82,20 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, c WebhookClaim) ([]W
 	if err != nil {
 		return out, err
 	}
+	var errs []error // one endpoint that cannot be formed (a secret that does not open) holds up no other
 	for _, cand := range cands {
 		room := c.Limit - len(out)
-		if room <= 0 {
+		if room <= 0 || ctx.Err() != nil {
 			break
 		}
 		ds, err := s.form(ctx, cand, room, c)
 		if err != nil {
-			return out, err
+			errs = append(errs, err)
+			continue
 		}
 		out = append(out, ds...)
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // FormWebhookDeliveries forms up to c.Limit new deliveries of one endpoint from the outbox, as
@@ -112,7 +113,7 @@ func (s *Store) FormWebhookDeliveries(ctx context.Context, c WebhookClaim, endpo
 
 const deliveryClaimColumns = `d.id, d.endpoint_id, d.account_id, d.attempts, d.created_at, d.event_seqs, d.event_types,
 	d.event_times, d.message_ids, d.event_data::text[], e.url, e.secret, CASE WHEN e.old_secret_until > now() THEN e.old_secret END,
-	e.batch_size`
+	e.batch_size, d.lease_until`
 
 func (s *Store) claimDue(ctx context.Context, c WebhookClaim) ([]WebhookDelivery, error) {
 	rows, err := s.pool.Query(ctx, `
@@ -127,15 +128,28 @@ func (s *Store) claimDue(ctx context.Context, c WebhookClaim) ([]WebhookDelivery
 	}
 	defer rows.Close()
 	var out []WebhookDelivery
+	var errs []error
 	for rows.Next() {
 		d, err := s.scanClaimed(rows)
+		if errors.Is(err, ErrSealed) {
+			// Its endpoint's secret does not open (the key changed): the others go on, and this
+			// one waits for its lease to lapse, then is claimed (and reported) again.
+			errs = append(errs, fmt.Errorf("claim webhook delivery %s: %w", d.ID, err))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("claim webhook deliveries: %w", err)
 		}
 		out = append(out, d)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	return out, errors.Join(errs...)
 }
+
+// ErrSealed says a signing secret did not open with the node's key.
+var ErrSealed = errors.New("webhook secret does not open with TUMA_WEBHOOK_SECRET_KEY")
 
 func (s *Store) scanClaimed(row pgx.Row) (WebhookDelivery, error) {
 	var (
@@ -149,7 +163,7 @@ func (s *Store) scanClaimed(row pgx.Row) (WebhookDelivery, error) {
 		batch     int16
 	)
 	if err := row.Scan(&d.ID, &d.EndpointID, &d.AccountID, &d.Attempts, &d.CreatedAt, &seqs, &types, &times, &msgs, &data,
-		&d.URL, &cur, &prev, &batch); err != nil {
+		&d.URL, &cur, &prev, &batch, &d.LeaseUntil); err != nil {
 		return d, err
 	}
 	d.BatchSize = int(batch)
@@ -159,7 +173,7 @@ func (s *Store) scanClaimed(row pgx.Row) (WebhookDelivery, error) {
 		}
 		sec, err := s.open(sealed)
 		if err != nil {
-			return d, err
+			return d, fmt.Errorf("%w: %w", ErrSealed, err)
 		}
 		d.Secrets = append(d.Secrets, sec)
 	}
@@ -235,9 +249,9 @@ func (s *Store) form(ctx context.Context, cand formCandidate, room int, c Webhoo
 			chunks          []outboxChunk
 		)
 		b := &pgx.Batch{}
-		b.Queue(`SELECT account_id, url, secret, CASE WHEN old_secret_until > now() THEN old_secret END
-			FROM webhook_endpoints WHERE id = $1 AND enabled FOR UPDATE SKIP LOCKED`, cand.endpoint).QueryRow(func(r pgx.Row) error {
-			err := r.Scan(&d.AccountID, &d.URL, &cur, &prev)
+		b.Queue(`SELECT account_id, url, secret, CASE WHEN old_secret_until > now() THEN old_secret END, now() + $2::interval
+			FROM webhook_endpoints WHERE id = $1 AND enabled FOR UPDATE SKIP LOCKED`, cand.endpoint, c.Lease).QueryRow(func(r pgx.Row) error {
+			err := r.Scan(&d.AccountID, &d.URL, &cur, &prev, &d.LeaseUntil)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
@@ -278,7 +292,7 @@ func (s *Store) form(ctx context.Context, cand formCandidate, room int, c Webhoo
 			if sealed != nil {
 				sec, err := s.open(sealed)
 				if err != nil {
-					return err
+					return fmt.Errorf("%w: %w", ErrSealed, err)
 				}
 				d.Secrets = append(d.Secrets, sec)
 			}
@@ -308,7 +322,7 @@ func (s *Store) form(ctx context.Context, cand formCandidate, room int, c Webhoo
 		for _, evs := range batches {
 			dd := d
 			dd.ID, dd.Events = NewID(), evs
-			queueDelivery(w, dd, c.Lease)
+			queueDelivery(w, dd)
 			out = append(out, dd)
 		}
 		return tx.SendBatch(ctx, w).Close()
@@ -398,8 +412,8 @@ func consumed(k outboxChunk, places []int) (prefix int, marks []int) {
 	return k.taken + i, marks
 }
 
-// queueDelivery inserts a delivery leased to the node that formed it.
-func queueDelivery(b *pgx.Batch, d WebhookDelivery, lease time.Duration) {
+// queueDelivery inserts a delivery leased to the node that formed it, until d.LeaseUntil.
+func queueDelivery(b *pgx.Batch, d WebhookDelivery) {
 	n := len(d.Events)
 	seqs, types, times, msgs, data := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]uuid.UUID, n), make([]string, n)
 	var holds []uuid.UUID
@@ -414,13 +428,14 @@ func queueDelivery(b *pgx.Batch, d WebhookDelivery, lease time.Duration) {
 	}
 	b.Queue(`INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event_seqs, event_types, event_times, message_ids,
 			event_data, holds, next_attempt_at, lease_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[]::jsonb[], $9, now(), now() + $10::interval)`,
-		d.ID, d.EndpointID, d.AccountID, seqs, types, times, msgs, data, holds, lease)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[]::jsonb[], $9, now(), $10)`,
+		d.ID, d.EndpointID, d.AccountID, seqs, types, times, msgs, data, holds, d.LeaseUntil)
 }
 
 // WebhookAttempt is the outcome of one attempt.
 type WebhookAttempt struct {
 	DeliveryID, EndpointID uuid.UUID
+	LeaseUntil             time.Time // the claim it was made under (WebhookDelivery.LeaseUntil)
 	At                     time.Time
 	Duration               time.Duration
 	StatusCode             int // 0: no response
@@ -429,6 +444,10 @@ type WebhookAttempt struct {
 	RetryAt                time.Time // when to try again; zero with Succeeded false: the delivery has failed
 	Disable                string    // the endpoint is to be disabled at once, for this reason (it answered 410)
 }
+
+// ErrLeaseLost says an attempt's outcome was not recorded: its delivery is no longer pending
+// under the claim the attempt was made with.
+var ErrLeaseLost = errors.New("the delivery is no longer this attempt's")
 
 // DisabledWebhook is an endpoint an attempt's outcome disabled.
 type DisabledWebhook struct {
@@ -439,7 +458,9 @@ type DisabledWebhook struct {
 // WebhookAttempted records an attempt: the delivery's new state, the attempt in its log, and
 // the endpoint's failure streak. A success closes the endpoint's circuit (its deliveries waiting
 // to be retried are due at once). An endpoint failing for failingLimit with no success, or told
-// to be disabled, is disabled with a webhook_disabled notification; it is returned.
+// to be disabled, is disabled with a webhook_disabled notification; it is returned. An
+// attempt whose claim lapsed and was taken by another node records nothing (ErrLeaseLost):
+// that node's attempt is the delivery's.
 func (s *Store) WebhookAttempted(ctx context.Context, a WebhookAttempt, failingLimit time.Duration) (*DisabledWebhook, error) {
 	var failingSince *time.Time
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -455,10 +476,10 @@ func (s *Store) WebhookAttempted(ctx context.Context, a WebhookAttempt, failingL
 				succeeded_at = CASE WHEN $4 THEN $6::timestamptz END,
 				finished_at = CASE WHEN $4 OR $5::timestamptz IS NULL THEN $6::timestamptz END,
 				holds = CASE WHEN $4 OR $5::timestamptz IS NULL THEN NULL ELSE holds END
-			WHERE id = $1 AND status = 'pending' RETURNING attempts`,
-			a.DeliveryID, nullCode(a.StatusCode), a.Error, a.Succeeded, retry, a.At, a.Disable != "").Scan(&n)
+			WHERE id = $1 AND status = 'pending' AND lease_until = $8 RETURNING attempts`,
+			a.DeliveryID, nullCode(a.StatusCode), a.Error, a.Succeeded, retry, a.At, a.Disable != "", a.LeaseUntil).Scan(&n)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // deleted with its endpoint meanwhile
+			return ErrLeaseLost // deleted with its endpoint, finished or claimed again meanwhile
 		}
 		if err != nil {
 			return err
@@ -484,6 +505,9 @@ func (s *Store) WebhookAttempted(ctx context.Context, a WebhookAttempt, failingL
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})
+	if errors.Is(err, ErrLeaseLost) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("record webhook attempt: %w", err)
 	}
@@ -529,48 +553,4 @@ func (s *Store) disableWebhook(ctx context.Context, id uuid.UUID, reason string)
 		return nil, fmt.Errorf("disable webhook: %w", err)
 	}
 	return out, nil
-}
-
-// MessageEventData is a message as its events show it.
-type MessageEventData struct {
-	ID, JobID         uuid.UUID
-	CampaignID        *uuid.UUID
-	Reference         *string
-	Recipient         string
-	Network           carriers.Network
-	Sender            string
-	Status            MessageStatus
-	ProviderStatus    string
-	ProviderMessageID *string
-	Parts             int
-	CostCents         int64
-	SentAt            *time.Time
-	DeliveredAt       *time.Time
-	FailedAt          *time.Time
-}
-
-// WebhookMessages reads the account's messages that events of a delivery describe, by id.
-func (s *Store) WebhookMessages(ctx context.Context, accountID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]MessageEventData, error) {
-	out := make(map[uuid.UUID]MessageEventData, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	rows, err := s.pool.Query(ctx, `SELECT m.id, m.job_id, m.campaign_id, j.reference, m.recipient, m.network, m.sender,
-			m.status, m.provider_status, m.provider_message_id, m.parts, m.cost_cents, m.sent_at, m.delivered_at, m.failed_at
-		FROM messages m JOIN jobs j ON j.id = m.job_id WHERE m.id = ANY($2::uuid[]) AND m.account_id = $1`, accountID, ids)
-	if err != nil {
-		return nil, fmt.Errorf("webhook messages: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var m MessageEventData
-		var net, parts int16
-		if err := rows.Scan(&m.ID, &m.JobID, &m.CampaignID, &m.Reference, &m.Recipient, &net, &m.Sender, &m.Status,
-			&m.ProviderStatus, &m.ProviderMessageID, &parts, &m.CostCents, &m.SentAt, &m.DeliveredAt, &m.FailedAt); err != nil {
-			return nil, fmt.Errorf("webhook messages: %w", err)
-		}
-		m.Network, m.Parts = carriers.Network(net), int(parts)
-		out[m.ID] = m
-	}
-	return out, rows.Err()
 }

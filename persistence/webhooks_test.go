@@ -229,7 +229,7 @@ func TestWebhookDeliveryOrderAndCircuit(t *testing.T) {
 		t.Fatalf("claimed %d more while the message.sent deliveries are pending", len(again))
 	}
 	ok := func(d persistence.WebhookDelivery) {
-		if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: d.ID, EndpointID: w.ID, At: time.Now(),
+		if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: d.ID, LeaseUntil: d.LeaseUntil, EndpointID: w.ID, At: time.Now(),
 			StatusCode: 204, Succeeded: true}, 72*time.Hour); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestWebhookDeliveryOrderAndCircuit(t *testing.T) {
 	}
 	// The pending [s2 f2] fails: the circuit opens, nothing new is formed.
 	retry := time.Now().Add(time.Hour)
-	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[1].ID, EndpointID: w.ID, At: time.Now(),
+	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[1].ID, LeaseUntil: ds[1].LeaseUntil, EndpointID: w.ID, At: time.Now(),
 		StatusCode: 500, Error: "HTTP 500", RetryAt: retry}, 72*time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestWebhookDeliveryOrderAndCircuit(t *testing.T) {
 		t.Fatalf("after the circuit closed: %v; want [sent]", rest)
 	}
 	// A delivery that has failed for good is retried by hand: due now, one more attempt.
-	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: rest[0].ID, EndpointID: w.ID, At: time.Now(),
+	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: rest[0].ID, LeaseUntil: rest[0].LeaseUntil, EndpointID: w.ID, At: time.Now(),
 		Error: "timeout"}, 72*time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -340,12 +340,41 @@ func TestWebhookClaimsDoNotOverlap(t *testing.T) {
 	if len(again) != 41 {
 		t.Fatalf("%d due after the leases lapsed; want all 41", len(again))
 	}
-	found := false
+	var taken persistence.WebhookDelivery
 	for _, x := range again {
-		found = found || x.ID == d[0].ID
+		if x.ID == d[0].ID {
+			taken = x
+		}
 	}
-	if !found {
-		t.Errorf("the lapsed delivery %s was not claimed again", d[0].ID)
+	if taken.ID != d[0].ID {
+		t.Fatalf("the lapsed delivery %s was not claimed again", d[0].ID)
+	}
+	// The first claimant's late outcome is dropped; the second's is recorded.
+	late := persistence.WebhookAttempt{DeliveryID: d[0].ID, EndpointID: d[0].EndpointID, LeaseUntil: d[0].LeaseUntil,
+		At: time.Now(), StatusCode: 500, Error: "HTTP 500", RetryAt: time.Now().Add(time.Hour)}
+	if _, err := st.WebhookAttempted(ctx, late, 0); !errors.Is(err, persistence.ErrLeaseLost) {
+		t.Fatalf("an outcome under a lapsed lease: %v; want ErrLeaseLost", err)
+	}
+	now := persistence.WebhookAttempt{DeliveryID: taken.ID, EndpointID: taken.EndpointID, LeaseUntil: taken.LeaseUntil,
+		At: time.Now(), StatusCode: 204, Succeeded: true}
+	if _, err := st.WebhookAttempted(ctx, now, 0); err != nil {
+		t.Fatalf("the new claimant's outcome: %v", err)
+	}
+	if _, err := st.WebhookAttempted(ctx, now, 0); !errors.Is(err, persistence.ErrLeaseLost) {
+		t.Errorf("an outcome recorded twice: %v; want ErrLeaseLost", err)
+	}
+	var attempts int
+	var status string
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, `SELECT attempts, status FROM webhook_deliveries WHERE id = $1`, taken.ID).Scan(&attempts, &status); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 1 || status != "succeeded" {
+		t.Errorf("delivery after a lost lease: %d attempts, %s; want 1, succeeded", attempts, status)
 	}
 }
 
@@ -357,7 +386,7 @@ func TestWebhookRetention(t *testing.T) {
 	sent(t, st, acct, 3, "a")
 	ds := claim(t, st, 10, 10)
 	for _, d := range ds[:2] {
-		if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: d.ID, EndpointID: w.ID, At: time.Now(),
+		if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: d.ID, LeaseUntil: d.LeaseUntil, EndpointID: w.ID, At: time.Now(),
 			StatusCode: 200, Succeeded: true}, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -433,7 +462,7 @@ func TestWebhookFormOneEndpoint(t *testing.T) {
 	if again := form(10, 4); len(again) != 0 {
 		t.Fatalf("formed %v while every message.sent is pending", again)
 	}
-	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[0].ID, EndpointID: w.ID, At: time.Now(),
+	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[0].ID, LeaseUntil: ds[0].LeaseUntil, EndpointID: w.ID, At: time.Now(),
 		StatusCode: 500, Error: "HTTP 500", RetryAt: time.Now().Add(time.Hour)}, 72*time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +490,7 @@ func TestWebhookHeldEventsLetOthersPass(t *testing.T) {
 		ds[0].Events[0].MessageID != first[0] || ds[1].Events[0].MessageID != later[0] {
 		t.Fatalf("claimed %v; want the first two sent, then the later two past the held delivered", ds)
 	}
-	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[0].ID, EndpointID: w.ID, At: time.Now(),
+	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[0].ID, LeaseUntil: ds[0].LeaseUntil, EndpointID: w.ID, At: time.Now(),
 		StatusCode: 204, Succeeded: true}, 72*time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -475,5 +504,48 @@ func TestWebhookHeldEventsLetOthersPass(t *testing.T) {
 	}
 	if b, err := st.WebhookBacklog(ctx); err != nil || b.Queued != 0 {
 		t.Fatalf("backlog %+v, %v; want nothing queued", b, err)
+	}
+}
+
+// An endpoint whose secret no longer opens (the key changed) holds up no other endpoint, whether
+// its deliveries are being formed or are due again.
+func TestWebhookSecretThatDoesNotOpen(t *testing.T) {
+	st, url := pgtest.NewStore(t)
+	ctx := context.Background()
+	good, bad := fundedAccount(t, st, 10_000), fundedAccount(t, st, 10_000)
+	newHook(t, st, good, 10, "message.sent")
+	broken := newHook(t, st, bad, 10, "message.sent")
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	spoil := func() {
+		t.Helper()
+		if _, err := conn.Exec(ctx, `UPDATE webhook_endpoints SET secret = '\x00ff'::bytea WHERE id = $1`, broken.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent(t, st, bad, 5, "a")
+	sent(t, st, good, 5, "a")
+	spoil()
+	ds, err := st.ClaimWebhookDeliveries(ctx, persistence.WebhookClaim{Limit: 10, Lanes: 4, Lease: time.Minute})
+	if err == nil || len(ds) != 1 || ds[0].AccountID != good {
+		t.Fatalf("forming beside a spoilt secret: %d deliveries, %v; want the good endpoint's one and an error", len(ds), err)
+	}
+	// Both formed before the secret was spoilt; both due again once their leases lapse.
+	sent(t, st, bad, 5, "b")
+	if _, err := conn.Exec(ctx, `UPDATE webhook_endpoints SET secret = (SELECT secret FROM webhook_endpoints WHERE account_id = $1)
+		WHERE id = $2`, good, broken.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ds := claim(t, st, 10, 4); len(ds) != 1 || ds[0].AccountID != bad {
+		t.Fatalf("formed %d deliveries; want the other endpoint's one", len(ds))
+	}
+	spoil()
+	expireLeases(t, url)
+	ds, err = st.ClaimWebhookDeliveries(ctx, persistence.WebhookClaim{Limit: 10, Lanes: 4, Lease: time.Minute})
+	if !errors.Is(err, persistence.ErrSealed) || len(ds) != 1 || ds[0].AccountID != good {
+		t.Fatalf("due beside a spoilt secret: %d deliveries, %v; want the good endpoint's one and ErrSealed", len(ds), err)
 	}
 }

@@ -239,7 +239,7 @@ func (d *Deliverer) attempt(ctx context.Context, w persistence.WebhookDelivery) 
 	if ctx.Err() != nil {
 		return // stopping: not the endpoint's failure; the lease lapses and it goes again
 	}
-	a := persistence.WebhookAttempt{DeliveryID: w.ID, EndpointID: w.EndpointID, At: start, Duration: d.now().Sub(start), StatusCode: status}
+	a := persistence.WebhookAttempt{DeliveryID: w.ID, EndpointID: w.EndpointID, LeaseUntil: w.LeaseUntil, At: start, Duration: d.now().Sub(start), StatusCode: status}
 	outcome := outcomeSucceeded
 	switch {
 	case err != nil:
@@ -263,6 +263,13 @@ func (d *Deliverer) attempt(ctx context.Context, w persistence.WebhookDelivery) 
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeeping)
 	defer cancel()
 	disabled, err := d.store.WebhookAttempted(bctx, a, d.opts.FailingLimit)
+	if errors.Is(err, persistence.ErrLeaseLost) {
+		// Its lease lapsed (an attempt longer than the lease, a pause) and another node may
+		// have taken it: that node's outcome is the delivery's, this one is dropped.
+		d.log.Warn("webhook attempt outlived its lease; its outcome is dropped", slog.String("delivery", w.ID.String()),
+			slog.Duration("took", a.Duration))
+		return
+	}
 	if err != nil {
 		d.log.Error("record webhook attempt; its lease will lapse and it goes again", slog.Any("error", err),
 			slog.String("delivery", w.ID.String()))
