@@ -237,7 +237,7 @@ type outboxChunk struct {
 // forming for it at the same moment skips it).
 func (s *Store) form(ctx context.Context, cand formCandidate, room int, c WebhookClaim) ([]WebhookDelivery, error) {
 	var out []WebhookDelivery
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
 		out = nil
 		need := min(room, c.Lanes) * cand.batch
 		var (
@@ -332,6 +332,14 @@ func (s *Store) form(ctx context.Context, cand formCandidate, room int, c Webhoo
 	}
 	return out, nil
 }
+
+// lazyBegin starts a transaction whose commit does not wait for its WAL to reach the disk:
+// forming deliveries and recording attempts. A crash of PostgreSQL can forget the last of
+// them, which only repeats work: a forgotten delivery's events are still in the outbox and go
+// again (same event ids, for the receiver to de-duplicate), a forgotten success is attempted
+// again. At least once holds; each costs no flush. The events themselves are written with
+// the changes they report, durably.
+const lazyBegin = "BEGIN; SET LOCAL synchronous_commit = off"
 
 // takenMark marks an event taken into a delivery past its chunk's taken prefix (an event
 // before it was held); its place, and so every event's id, stays.
@@ -463,7 +471,7 @@ type DisabledWebhook struct {
 // that node's attempt is the delivery's.
 func (s *Store) WebhookAttempted(ctx context.Context, a WebhookAttempt, failingLimit time.Duration) (*DisabledWebhook, error) {
 	var failingSince *time.Time
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
 		var retry *time.Time
 		if !a.Succeeded && !a.RetryAt.IsZero() {
 			retry = &a.RetryAt
