@@ -42,6 +42,7 @@ type Store interface {
 	LowBalanceRecovered(ctx context.Context, accountID uuid.UUID) error
 	SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error
 	OptedOut(ctx context.Context, accountID, jobID uuid.UUID, phones []string) (map[string]bool, error)
+	SuppressedSince(ctx context.Context, accountID, jobID uuid.UUID, nsns []uint32) (map[uint32]bool, error)
 	CancelCampaign(ctx context.Context, accountID, id uuid.UUID, now time.Time) (uuid.UUID, error)
 	CancelRemainder(ctx context.Context, jobID uuid.UUID) ([]persistence.WalletSnapshot, error)
 }
@@ -77,7 +78,11 @@ type Engine struct {
 	fixed fixedStates
 
 	tenants sync.Map // uuid.UUID → *actor.PID (the lookup seam; a cluster would replace it)
-	jobs    sync.Map // uuid.UUID → *actor.PID
+	// suppressedAt: per account, when this node last added a number to its suppression list
+	// (uuid.UUID → *atomic.Int64, Unix ms): its jobs accepted since look their recipients up
+	// before submitting them (mayBeSuppressed).
+	suppressedAt sync.Map
+	jobs         sync.Map // uuid.UUID → *actor.PID
 
 	// unsettled are messages a link marked for submission before the last crash that are
 	// still queued: the network may have them. Jobs flag them (dispatchMsg.unsettled) until

@@ -58,7 +58,8 @@ func checkReference(ref *string) error {
 // SendResult describes the durably accepted job.
 type SendResult struct {
 	JobID      uuid.UUID
-	Recipients int
+	Recipients int   // the ones it messages
+	Suppressed int   // left out: on the account's suppression list
 	Units      int64 // SMS parts billed: each recipient's text as sent, summed (CostCents = Units × price)
 	CostCents  int64
 }
@@ -72,7 +73,8 @@ type SendResult struct {
 // networks that have recipients (on a tie, the prefixed one); with no recipients, the one a
 // Safaricom number would get. CostCents counts each recipient's own text.
 type Quote struct {
-	Recipients    int
+	Recipients    int                        // the ones a send would message
+	Suppressed    int                        // left out: on the account's suppression list
 	ByNetwork     [carriers.NetworkSlots]int // recipients per network, indexed by carriers.Network
 	MessageAsSent string
 	Encoding      carriers.Encoding

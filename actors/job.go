@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -100,9 +101,14 @@ func (j *jobActor) Receive(ctx actor.Context) {
 			st.job, st.known, st.variants = *js.job, true, js.variants
 		}
 		if st.start.inline != nil {
-			st.ready, st.inline = true, true
-			j.enqueue(st.start.inline)
-			st.start.inline = nil
+			msgs := st.start.inline
+			st.start.inline, st.inline = nil, true
+			if j.e.mayBeSuppressed(st.job.AccountID, st.start.id, false) {
+				j.screenInline(ctx, msgs)
+				return
+			}
+			st.ready = true
+			j.enqueue(msgs)
 			j.pump(ctx)
 			return
 		}
@@ -140,6 +146,19 @@ func (j *jobActor) Receive(ctx actor.Context) {
 	case *panicNow:
 		panic("job: panic requested")
 	}
+}
+
+// screenInline looks up a small job's recipients among the numbers suppressed since it was
+// accepted before any is submitted; the answer comes back as the job's first page.
+func (j *jobActor) screenInline(ctx actor.Context, msgs []dispatchMsg) {
+	st := j.st
+	st.loading = true
+	self, root, job := ctx.Self(), j.e.root, st.job
+	j.e.goIO(time.Minute, func(c context.Context) {
+		r := j.screenPage(c, &jobReady{msgs: msgs}, job, false)
+		r.from = st
+		root.Send(self, r)
+	})
 }
 
 func (j *jobActor) ready(ctx actor.Context, msg *jobReady) {

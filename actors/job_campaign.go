@@ -49,7 +49,7 @@ func (j *jobActor) loadCampaign(ctx context.Context, r *jobReady, job persistenc
 		}
 		if read == jobPage {
 			r.more = true
-			return j.campaignPage(ctx, r, job)
+			return j.screenPage(ctx, r, job, resumed)
 		}
 	}
 	if members == nil {
@@ -74,21 +74,29 @@ func (j *jobActor) loadCampaign(ctx context.Context, r *jobReady, job persistenc
 	}
 	if !ok { // cancelled, or written further by an earlier run: the store's job decides
 		r.stale, r.more = true, true
-		return j.campaignPage(ctx, r, job)
+		return j.screenPage(ctx, r, job, resumed)
 	}
 	r.msgs = append(r.msgs, msgs...)
 	r.last, r.expanded, r.more = msgs[len(msgs)-1].id, expanded+n, expanded+n < len(members)
-	return j.campaignPage(ctx, r, job)
+	return j.screenPage(ctx, r, job, resumed)
 }
 
-// campaignPage leaves out of a page the contacts that opted out since the campaign began.
-func (j *jobActor) campaignPage(ctx context.Context, r *jobReady, job persistence.NewJob) *jobReady {
+// screenPage leaves out of a page what may no longer be sent: a campaign's contacts that opted
+// out since it began, and any job's numbers suppressed since it was accepted.
+func (j *jobActor) screenPage(ctx context.Context, r *jobReady, job persistence.NewJob, resumed bool) *jobReady {
 	if len(r.msgs) == 0 {
 		return r
 	}
 	var err error
-	if r.msgs, err = j.skipOptedOut(ctx, job.AccountID, job.ID, r.msgs); err != nil {
-		return &jobReady{err: err}
+	if job.CampaignID != nil {
+		if r.msgs, err = j.skipOptedOut(ctx, job.AccountID, job.ID, r.msgs); err != nil {
+			return &jobReady{err: err}
+		}
+	}
+	if j.e.mayBeSuppressed(job.AccountID, job.ID, resumed) {
+		if r.msgs, err = j.skipSuppressed(ctx, job.AccountID, job.ID, r.msgs); err != nil {
+			return &jobReady{err: err}
+		}
 	}
 	return r
 }
@@ -108,13 +116,23 @@ func (j *jobActor) skipOptedOut(ctx context.Context, accountID, jobID uuid.UUID,
 	if err != nil || len(out) == 0 {
 		return msgs, err
 	}
+	return j.failOptedOut(ctx, accountID, msgs, func(m dispatchMsg) bool { return out[persistence.Recipient{NSN: m.nsn}.E164()] },
+		"the contact opted out before its message went")
+}
+
+// failOptedOut fails (OPTED_OUT), with a refund, the messages out says to leave out, and
+// returns the rest. A message that may have reached a network before a crash (unsettled)
+// goes on: it may be paid for already.
+func (j *jobActor) failOptedOut(ctx context.Context, accountID uuid.UUID, msgs []dispatchMsg, out func(dispatchMsg) bool,
+	why string) ([]dispatchMsg, error) {
+	e := j.e
 	keep := msgs[:0:0]
 	var fails []persistence.Failure
 	now := time.Now()
-	for i, m := range msgs {
-		if out[phones[i]] && !m.unsettled {
+	for _, m := range msgs {
+		if out(m) && !m.unsettled {
 			fails = append(fails, persistence.Failure{AccountID: accountID, MessageID: m.id,
-				ProviderStatus: "OPTED_OUT", Error: "the contact opted out before its message went", At: now})
+				ProviderStatus: "OPTED_OUT", Error: why, At: now})
 			continue
 		}
 		keep = append(keep, m)

@@ -99,7 +99,7 @@ func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool,
 		}
 		if expanded {
 			r.msgs = msgs
-			return r
+			return j.screenPage(ctx, r, *job, resumed)
 		}
 		// An earlier run expanded it and crashed: what it wrote is the truth.
 	}
@@ -108,10 +108,7 @@ func (j *jobActor) loadMessages(ctx context.Context, id uuid.UUID, resumed bool,
 		return &jobReady{err: err}
 	}
 	r.more = n == jobPage
-	if job.CampaignID != nil {
-		return j.campaignPage(ctx, r, *job)
-	}
-	return r
+	return j.screenPage(ctx, r, *job, resumed)
 }
 
 // readOpen reads a page of a stored job's open messages past the cursor into r: queued ones

@@ -34,9 +34,13 @@ type tenantActor struct {
 
 	company string
 	sender  *persistence.Sender // the account's default sender, if any
-	wallet  persistence.WalletSnapshot
-	tier    *string
-	intern  bool
+	// suppressed is the account's suppression list; suppressChanges the changes it was told
+	// of since the oldest load that may not hold them (adoptSuppressed).
+	suppressed      suppressedSet
+	suppressChanges []suppressionChange
+	wallet          persistence.WalletSnapshot
+	tier            *string
+	intern          bool
 	// lowAlerted: the account was told its balance is low and has not recovered since.
 	lowAlerted bool
 	lowWrites  []func(context.Context) error // the head is running
@@ -119,6 +123,8 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 			return
 		}
 		t.command(ctx, msg, ctx.Sender())
+	case *suppressCmd:
+		t.suppress(ctx, msg)
 	case *acceptDone:
 		t.accepted(ctx, msg)
 	case *creditDone:
@@ -212,6 +218,7 @@ func (t *tenantActor) loadedState(ctx actor.Context, msg *tenantLoaded) {
 	st := msg.state
 	t.company, t.sender, t.tier, t.intern = st.CompanyName, st.DefaultSender, st.PricingTier, st.Internal
 	t.lowAlerted = st.LowBalanceAlerted
+	t.adoptSuppressed(st.Suppressed, msg.gen)
 	t.adopt(st.Wallet)
 	t.loaded = true
 	stash := t.stash

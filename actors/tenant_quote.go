@@ -18,7 +18,7 @@ func (t *tenantActor) quote(ctx actor.Context, cmd *quoteCmd, reply *actor.PID) 
 	p := t.priceSend(cmd.req)
 	v := p.vars[quoted(p)]
 	q := &Quote{
-		Recipients: len(cmd.req.Recipients), ByNetwork: p.job.NetworkCounts,
+		Recipients: len(p.to), Suppressed: p.job.Suppressed, ByNetwork: p.job.NetworkCounts,
 		MessageAsSent: v.text, Encoding: v.encoding, Characters: utf8.RuneCountInString(v.text), Parts: v.parts,
 		CostCents: p.job.CostCents, AvailableCents: t.available(),
 	}

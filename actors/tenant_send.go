@@ -47,7 +47,8 @@ func (t *tenantActor) sharedPrefix() string {
 
 // pricedSend is a send routed, segmented and priced as the tenant would accept it now.
 type pricedSend struct {
-	job      persistence.NewJob // its units, network counts and cost set
+	job      persistence.NewJob      // its units, network counts and cost set
+	to       []persistence.Recipient // the request's recipients less the suppressed ones
 	vars     [carriers.NetworkSlots]variant
 	pricing  Pricing
 	lifetime int64 // the volume the price was read at
@@ -56,9 +57,11 @@ type pricedSend struct {
 // priceSend prices a send at the account's tier now, with its senders routed and each
 // network's text segmented. Send and Quote both call it, so a quote is the charge.
 func (t *tenantActor) priceSend(req SendRequest) pricedSend {
-	job, pricing, lifetime := t.newJob(req.Sender, len(req.Recipients))
+	to, suppressed := t.unsuppressed(req.Recipients)
+	job, pricing, lifetime := t.newJob(req.Sender, len(to))
 	job.Source, job.Message, job.Idempotency, job.Reference = req.Source, req.Message, req.Idempotency, req.Reference
-	for _, r := range req.Recipients {
+	job.Suppressed = suppressed
+	for _, r := range to {
 		job.NetworkCounts[r.Network]++
 	}
 	vars := variantsOf(job)
@@ -66,26 +69,29 @@ func (t *tenantActor) priceSend(req SendRequest) pricedSend {
 		job.Units += int64(job.NetworkCounts[n]) * int64(vars[n].parts)
 	}
 	job.CostCents = job.Units * pricing.PriceCents
-	return pricedSend{job: job, vars: vars, pricing: pricing, lifetime: lifetime}
+	return pricedSend{job: job, to: to, vars: vars, pricing: pricing, lifetime: lifetime}
 }
 
 func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
-	req := cmd.req
-	p := t.priceSend(req)
-	job, vars := p.job, p.vars
+	p := t.priceSend(cmd.req)
+	job, vars, to := p.job, p.vars, p.to
+	if len(to) == 0 && job.Suppressed > 0 {
+		ctx.Send(reply, ErrAllSuppressed)
+		return
+	}
 	if !t.afford(ctx, reply, &job, p.pricing, p.lifetime) {
 		return
 	}
 	var inline []dispatchMsg
-	if len(req.Recipients) <= t.e.opts.InlineLimit {
-		job.Inline = make([]persistence.NewMessage, len(req.Recipients))
-		inline = make([]dispatchMsg, len(req.Recipients))
-		for i, r := range req.Recipients {
+	if len(to) <= t.e.opts.InlineLimit {
+		job.Inline = make([]persistence.NewMessage, len(to))
+		inline = make([]dispatchMsg, len(to))
+		for i, r := range to {
 			job.Inline[i] = newMessage(job, vars[r.Network], r)
 			inline[i] = dispatchMsg{id: job.Inline[i].ID, nsn: r.NSN, network: r.Network}
 		}
 	} else {
-		job.Pending = persistence.EncodeRecipients(req.Recipients)
+		job.Pending = persistence.EncodeRecipients(to)
 	}
 	t.write(ctx, &acceptReq{job: job, reply: reply, start: cmd.at, inline: inline, variant: vars})
 }
@@ -178,7 +184,8 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 		return
 	}
 	t.adopt(d.result.Wallet)
-	ctx.Send(req.reply, &SendResult{JobID: req.job.ID, Recipients: req.job.Recipients, Units: req.job.Units, CostCents: req.job.CostCents})
+	ctx.Send(req.reply, &SendResult{JobID: req.job.ID, Recipients: req.job.Recipients, Suppressed: req.job.Suppressed,
+		Units: req.job.Units, CostCents: req.job.CostCents})
 	t.alertLowBalance(ctx)
 
 	m := t.e.m

@@ -248,13 +248,14 @@ func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
 		pending                       = make([][]byte, n)
 		firsts, lasts                 = make([]*uuid.UUID, n), make([]*uuid.UUID, n)
 		refs                          = make([]*string, n)
+		suppressed                    = make([]int32, n)
 	)
 	for i, j := range jobs {
 		ids[i], accts[i], campaigns[i] = j.ID, j.AccountID, j.CampaignID
 		sources[i], msgs[i], prefixes[i] = j.Source, j.Message, j.SharedPrefix
 		senders[i], prefixed[i] = textArray(j.Senders[1:]), boolArray(j.Prefixed[1:])
 		prices[i], units[i], costs[i], recipsN[i] = j.PriceCents, j.Units, j.CostCents, int64(j.Recipients)
-		pending[i], refs[i] = j.Pending, j.Reference
+		pending[i], refs[i], suppressed[i] = j.Pending, j.Reference, int32(j.Suppressed)
 		counts[i] = intArray(j.NetworkCounts[1:])
 		if len(j.Inline) > 0 {
 			lo, hi := messageRange(j.Inline)
@@ -263,14 +264,16 @@ func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
 	}
 	b.Queue(`INSERT INTO jobs (id, account_id, campaign_id, source, message, shared_prefix, senders, prefixed,
 			price_cents, recipients_count, sms_units, cost_cents, pending_recipients, network_counts, first_message_id, last_message_id,
-			reference)
+			reference, suppressed_count)
 		SELECT u.id, u.account_id, u.campaign_id, u.source, u.message, u.prefix, u.senders::text[], u.prefixed::boolean[],
-			u.price, u.recipients, u.units, u.cost, u.pending, u.counts::integer[], u.first, u.last, u.reference
+			u.price, u.recipients, u.units, u.cost, u.pending, u.counts::integer[], u.first, u.last, u.reference, u.suppressed
 		FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-			$9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bytea[], $14::text[], $15::uuid[], $16::uuid[], $17::text[])
+			$9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bytea[], $14::text[], $15::uuid[], $16::uuid[], $17::text[],
+			$18::integer[])
 			AS u(id, account_id, campaign_id, source, message, prefix, senders, prefixed, price, recipients, units, cost, pending, counts,
-				first, last, reference)`,
-		ids, accts, campaigns, sources, msgs, prefixes, senders, prefixed, prices, recipsN, units, costs, pending, counts, firsts, lasts, refs)
+				first, last, reference, suppressed)`,
+		ids, accts, campaigns, sources, msgs, prefixes, senders, prefixed, prices, recipsN, units, costs, pending, counts, firsts, lasts, refs,
+		suppressed)
 }
 
 func queueMessageInserts(b *pgx.Batch, jobs []NewJob) {

@@ -107,6 +107,7 @@ type NewJob struct {
 	Idempotency   *IdempotencyKey // completed in the same transaction
 	Campaign      *NewCampaign    // the campaign this job sends (Pending is then EncodeAudience)
 	Reference     *string         // the caller's correlation id (ValidReference), shown with every message
+	Suppressed    int             // recipients left out as suppressed (not in Recipients)
 }
 
 // ExpandJob writes message rows of a job accepted with pending recipients: the pending
@@ -183,13 +184,15 @@ type Job struct {
 	CostCents       int64
 	Status          JobStatus
 	Reference       *string
+	Suppressed      int // recipients left out at acceptance as suppressed
 }
 
 // JobByID returns one of the account's jobs.
 func (s *Store) JobByID(ctx context.Context, accountID, id uuid.UUID) (Job, error) {
 	var j Job
-	err := s.pool.QueryRow(ctx, `SELECT id, recipients_count, sms_units, cost_cents, status, reference FROM jobs
-		WHERE id = $1 AND account_id = $2`, id, accountID).Scan(&j.ID, &j.RecipientsCount, &j.SMSUnits, &j.CostCents, &j.Status, &j.Reference)
+	err := s.pool.QueryRow(ctx, `SELECT id, recipients_count, sms_units, cost_cents, status, reference, suppressed_count FROM jobs
+		WHERE id = $1 AND account_id = $2`, id, accountID).Scan(&j.ID, &j.RecipientsCount, &j.SMSUnits, &j.CostCents, &j.Status, &j.Reference,
+		&j.Suppressed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Job{}, ErrNotFound
 	}

@@ -33,6 +33,7 @@ type TenantState struct {
 	DefaultSender *Sender
 	// LowBalanceAlerted: the account was told its balance is low and has not recovered since.
 	LowBalanceAlerted bool
+	Suppressed        []uint32 // the account's suppressed numbers (NSNs), sorted
 }
 
 // TenantState loads an account's wallet, pricing and default sender.
@@ -57,6 +58,9 @@ func (s *Store) TenantState(ctx context.Context, id uuid.UUID) (TenantState, err
 	}
 	if sid != nil {
 		st.DefaultSender = &Sender{ID: *sid, Name: *sname, Network: *snetwork}
+	}
+	if st.Suppressed, err = s.SuppressedNumbers(ctx, id); err != nil {
+		return TenantState{}, fmt.Errorf("tenant state: %w", err)
 	}
 	return st, nil
 }

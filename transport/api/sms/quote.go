@@ -20,7 +20,7 @@ type Quote struct {
 	RecipientsCount   int                `json:"recipients_count"` // valid and unique: the ones a send would message
 	InvalidRecipients []InvalidRecipient `json:"invalid_recipients"`
 	DuplicatesRemoved int                `json:"duplicates_removed"`
-	SuppressedCount   int                `json:"suppressed_count"` // 0: there are no suppressions yet
+	SuppressedCount   int                `json:"suppressed_count"` // valid recipients left out: on the suppression list
 	ByNetwork         ByNetwork          `json:"by_network"`
 	MessageAsSent     string             `json:"message_as_sent"` // any company prefix included
 	Encoding          string             `json:"encoding"`        // gsm7 | ucs2
@@ -79,9 +79,10 @@ func (h *Handler) Quote(ctx context.Context, p auth.Principal, in SendInput) (Qu
 		return Quote{}, err
 	}
 	out := Quote{
-		RecipientsCount: q.Recipients, InvalidRecipients: make([]InvalidRecipient, len(c.invalid)), DuplicatesRemoved: c.duplicates,
-		ByNetwork:     ByNetwork{Safaricom: q.ByNetwork[carriers.Safaricom], Airtel: q.ByNetwork[carriers.Airtel], Telkom: q.ByNetwork[carriers.Telkom]},
-		MessageAsSent: q.MessageAsSent, Encoding: q.Encoding.String(), Characters: q.Characters, Parts: q.Parts,
+		RecipientsCount: q.Recipients, SuppressedCount: q.Suppressed, InvalidRecipients: make([]InvalidRecipient, len(c.invalid)),
+		DuplicatesRemoved: c.duplicates,
+		ByNetwork:         ByNetwork{Safaricom: q.ByNetwork[carriers.Safaricom], Airtel: q.ByNetwork[carriers.Airtel], Telkom: q.ByNetwork[carriers.Telkom]},
+		MessageAsSent:     q.MessageAsSent, Encoding: q.Encoding.String(), Characters: q.Characters, Parts: q.Parts,
 		CostKES: api.KES(q.CostCents), BalanceKES: api.KES(q.AvailableCents), Sufficient: q.Sufficient,
 		Suggestion: newSuggestion(q.Suggestion),
 	}

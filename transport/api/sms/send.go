@@ -20,7 +20,8 @@ import (
 // Accepted is a send's answer (the 202): its job, durably queued and charged.
 type Accepted struct {
 	JobID           uuid.UUID `json:"job_id"`
-	RecipientsCount int       `json:"recipients_count"`
+	RecipientsCount int       `json:"recipients_count"` // the ones it messages
+	SuppressedCount int       `json:"suppressed_count"` // left out: on the account's suppression list, not charged
 	// SMSCount is the SMS parts billed: each recipient's message as sent (any company prefix
 	// included), summed. CostKES is SMSCount × the account's price per SMS.
 	SMSCount int64   `json:"sms_count"`
@@ -42,8 +43,9 @@ func (h *Handler) Send(ctx context.Context, p auth.Principal, in SendInput, key 
 	if err != nil {
 		return Accepted{}, err
 	}
-	return Accepted{JobID: res.JobID, RecipientsCount: res.Recipients, SMSCount: res.Units, CostKES: api.KES(res.CostCents),
-		Status: "sent"}, nil
+	return Accepted{JobID: res.JobID, RecipientsCount: res.Recipients, SuppressedCount: res.Suppressed, SMSCount: res.Units,
+		CostKES: api.KES(res.CostCents),
+		Status:  "sent"}, nil
 }
 
 // formKeys keeps the keys of SendOnce apart from the Idempotency-Keys of the account's API
@@ -126,6 +128,7 @@ func (h *Handler) replaySend(ctx context.Context, accountID, jobID uuid.UUID) (a
 	if err != nil {
 		return nil, err
 	}
-	return Accepted{JobID: j.ID, RecipientsCount: j.RecipientsCount, SMSCount: j.SMSUnits, CostKES: api.KES(j.CostCents),
-		Status: "sent"}, nil
+	return Accepted{JobID: j.ID, RecipientsCount: j.RecipientsCount, SuppressedCount: j.Suppressed, SMSCount: j.SMSUnits,
+		CostKES: api.KES(j.CostCents),
+		Status:  "sent"}, nil
 }

@@ -1,0 +1,197 @@
+// A tenant's suppression list: the numbers its sends leave out at acceptance (CONTRACT §15).
+
+package actors
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// ErrAllSuppressed refuses a send or campaign whose every recipient is suppressed.
+var ErrAllSuppressed = errors.New("every recipient is on the account's suppression list")
+
+// suppressedSet is an account's suppressed numbers: the sorted list read at load, and the
+// changes made since, which fold into it once they are many. A million numbers are 4 MB; a
+// lookup is a binary search (10,000 recipients against a million: about a millisecond).
+type suppressedSet struct {
+	base       []uint32 // sorted
+	added, cut map[uint32]struct{}
+}
+
+// foldAt is how many changes the set keeps beside its sorted list before merging them in.
+const foldAt = 4096
+
+func (s *suppressedSet) reset(sorted []uint32) { *s = suppressedSet{base: sorted} }
+
+func (s *suppressedSet) empty() bool { return len(s.base) == 0 && len(s.added) == 0 }
+
+func (s *suppressedSet) has(n uint32) bool {
+	if _, ok := s.added[n]; ok {
+		return true
+	}
+	if _, ok := slices.BinarySearch(s.base, n); !ok {
+		return false
+	}
+	_, gone := s.cut[n]
+	return !gone
+}
+
+func (s *suppressedSet) set(n uint32, suppressed bool) {
+	_, inBase := slices.BinarySearch(s.base, n)
+	switch {
+	case suppressed && inBase:
+		delete(s.cut, n)
+	case suppressed:
+		if s.added == nil {
+			s.added = map[uint32]struct{}{}
+		}
+		s.added[n] = struct{}{}
+	case inBase:
+		if s.cut == nil {
+			s.cut = map[uint32]struct{}{}
+		}
+		s.cut[n] = struct{}{}
+	default:
+		delete(s.added, n)
+	}
+	if len(s.added)+len(s.cut) >= foldAt {
+		s.fold()
+	}
+}
+
+// fold merges the changes into the sorted list.
+func (s *suppressedSet) fold() {
+	out := make([]uint32, 0, len(s.base)+len(s.added))
+	for _, n := range s.base {
+		if _, gone := s.cut[n]; !gone {
+			out = append(out, n)
+		}
+	}
+	for n := range s.added {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	s.reset(out)
+}
+
+// suppressionChange is a change the tenant applied after the load numbered gen began: a load
+// that began before it may or may not hold it, so applying that load applies it again.
+type suppressionChange struct {
+	gen        int
+	nsn        uint32
+	suppressed bool
+}
+
+// suppressCmd tells a tenant of a committed change to its suppression list.
+type suppressCmd struct {
+	nsn        uint32
+	suppressed bool
+}
+
+func (t *tenantActor) suppress(ctx actor.Context, m *suppressCmd) {
+	t.suppressed.set(m.nsn, m.suppressed)
+	t.suppressChanges = append(t.suppressChanges, suppressionChange{gen: t.loadGen, nsn: m.nsn, suppressed: m.suppressed})
+	if ctx.Sender() != nil {
+		ctx.Respond(&struct{}{})
+	}
+}
+
+// adoptSuppressed takes the list a load read, with the changes made since that load began.
+func (t *tenantActor) adoptSuppressed(list []uint32, gen int) {
+	t.suppressed.reset(list)
+	keep := t.suppressChanges[:0]
+	for _, c := range t.suppressChanges {
+		if c.gen >= gen {
+			t.suppressed.set(c.nsn, c.suppressed)
+			keep = append(keep, c)
+		}
+	}
+	t.suppressChanges = keep
+}
+
+// unsuppressed leaves the suppressed numbers out of a send's recipients, in order; it returns
+// the recipients unchanged (no copy) when none is suppressed.
+func (t *tenantActor) unsuppressed(rs []persistence.Recipient) ([]persistence.Recipient, int) {
+	if t.suppressed.empty() {
+		return rs, 0
+	}
+	for i, r := range rs {
+		if !t.suppressed.has(r.NSN) {
+			continue
+		}
+		kept := slices.Clone(rs[:i])
+		for _, r := range rs[i+1:] {
+			if !t.suppressed.has(r.NSN) {
+				kept = append(kept, r)
+			}
+		}
+		return kept, len(rs) - len(kept)
+	}
+	return rs, 0
+}
+
+// SuppressionChanged tells the account's tenant actor, if it is alive, of a change to its
+// suppression list committed by the caller, and returns once the tenant holds it: the
+// caller's next send leaves the number out (or no longer does). A tenant not alive reads the
+// list when it starts.
+func (e *Engine) SuppressionChanged(ctx context.Context, accountID uuid.UUID, nsn uint32, suppressed bool) error {
+	if suppressed {
+		at, _ := e.suppressedAt.LoadOrStore(accountID, new(atomic.Int64))
+		at.(*atomic.Int64).Store(time.Now().UnixMilli())
+	}
+	pid, ok := e.tenants.Load(accountID)
+	if !ok {
+		return nil
+	}
+	_, err := e.request(ctx, pid.(*actor.PID), &suppressCmd{nsn: nsn, suppressed: suppressed})
+	if errors.Is(err, actor.ErrDeadLetter) {
+		return nil // it stopped meanwhile; its successor loads afresh
+	}
+	return err
+}
+
+// suppressionMargin covers a job accepted while a suppression committed: its id's time is
+// read before its tenant left the suppressed numbers out.
+const suppressionMargin = 5 * time.Second
+
+// mayBeSuppressed says whether a job's recipients must be looked up before they are submitted:
+// a job resumed after a restart (this node does not know what was suppressed meanwhile), or
+// one whose account had a number suppressed on this node since the job was accepted.
+func (e *Engine) mayBeSuppressed(accountID, jobID uuid.UUID, resumed bool) bool {
+	if resumed {
+		return true
+	}
+	at, ok := e.suppressedAt.Load(accountID)
+	if !ok {
+		return false
+	}
+	sec, nsec := jobID.Time().UnixTime()
+	return at.(*atomic.Int64).Load() >= time.Unix(sec, nsec).Add(-suppressionMargin).UnixMilli()
+}
+
+// skipSuppressed fails, with a refund, the queued messages of a job whose numbers its account
+// suppressed since the job was accepted (OPTED_OUT), and returns the rest. A message that may
+// have reached a network before a crash (unsettled) goes on: it may be paid for already.
+func (j *jobActor) skipSuppressed(ctx context.Context, accountID, jobID uuid.UUID, msgs []dispatchMsg) ([]dispatchMsg, error) {
+	e := j.e
+	nsns := make([]uint32, len(msgs))
+	for i, m := range msgs {
+		nsns[i] = m.nsn
+	}
+	start := time.Now()
+	out, err := e.store.SuppressedSince(ctx, accountID, jobID, nsns)
+	e.m.batchLatency.WithLabelValues("suppressed").Observe(time.Since(start).Seconds())
+	if err != nil || len(out) == 0 {
+		return msgs, err
+	}
+	return j.failOptedOut(ctx, accountID, msgs, func(m dispatchMsg) bool { return out[m.nsn] },
+		"the number was suppressed before its message went")
+}
