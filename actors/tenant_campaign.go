@@ -58,11 +58,16 @@ func campaignText(j persistence.NewJob, v variant, m persistence.Member) string 
 func (t *tenantActor) campaign(ctx actor.Context, cmd *campaignCmd, reply *actor.PID) {
 	req := cmd.req
 	c := req.Campaign
-	job, pricing, lifetime := t.newJob(req.Sender, len(req.Audience))
+	audience, suppressed := t.unsuppressedMembers(req.Audience)
+	if len(audience) == 0 && suppressed > 0 {
+		ctx.Send(reply, ErrAllSuppressed)
+		return
+	}
+	job, pricing, lifetime := t.newJob(req.Sender, len(audience))
 	job.CampaignID, job.Campaign, job.Source, job.Message, job.Idempotency = &c.ID, &c, "campaign", c.Template, req.Idempotency
-	job.Reference = req.Reference
+	job.Reference, job.Suppressed = req.Reference, suppressed
 	vars := variantsOf(job)
-	for _, m := range req.Audience {
+	for _, m := range audience {
 		job.Units += int64(carriers.Segment(campaignText(job, vars[m.Network], m)).Parts)
 		job.NetworkCounts[m.Network]++
 	}
@@ -70,7 +75,7 @@ func (t *tenantActor) campaign(ctx actor.Context, cmd *campaignCmd, reply *actor
 	if !t.afford(ctx, reply, &job, pricing, lifetime) {
 		return
 	}
-	job.Pending = persistence.EncodeAudience(req.Audience)
+	job.Pending = persistence.EncodeAudience(audience)
 	t.write(ctx, &acceptReq{job: job, reply: reply, start: cmd.at, variant: vars})
 }
 

@@ -138,6 +138,20 @@ func (t *tenantActor) unsuppressed(rs []persistence.Recipient) ([]persistence.Re
 	return rs, 0
 }
 
+// unsuppressedMembers is unsuppressed for a campaign's audience.
+func (t *tenantActor) unsuppressedMembers(ms []persistence.Member) ([]persistence.Member, int) {
+	if t.suppressed.empty() {
+		return ms, 0
+	}
+	kept := make([]persistence.Member, 0, len(ms))
+	for _, m := range ms {
+		if !t.suppressed.has(m.NSN) {
+			kept = append(kept, m)
+		}
+	}
+	return kept, len(ms) - len(kept)
+}
+
 // SuppressionChanged tells the account's tenant actor, if it is alive, of a change to its
 // suppression list committed by the caller, and returns once the tenant holds it: the
 // caller's next send leaves the number out (or no longer does). A tenant not alive reads the

@@ -48,6 +48,7 @@ type Campaign struct {
 	CreatedAt                time.Time
 	StartedAt, CompletedAt   *time.Time
 	Reference                *string // the caller's correlation id, kept with the campaign's job
+	Suppressed               int     // group members left out at creation: on the suppression list
 }
 
 // campaignColumns read a campaign with its job's counters as of now: the folded counters plus
@@ -56,7 +57,7 @@ type Campaign struct {
 const campaignColumns = `c.id, c.account_id, c.job_id, c.name, c.message, c.group_id, c.group_name, c.sender_id,
 	c.status, c.scheduled_at, c.total_recipients, j.delivered_count + coalesce(u.delivered, 0),
 	j.failed_count + coalesce(u.failed, 0), c.cost_cents, j.refunded_cents + coalesce(u.refunded, 0),
-	c.created_at, c.started_at, c.completed_at, j.reference`
+	c.created_at, c.started_at, c.completed_at, j.reference, j.suppressed_count`
 
 // campaignsFrom joins an account's ($1) campaigns to their jobs and the jobs' unfolded counts.
 const campaignsFrom = `FROM campaigns c JOIN jobs j ON j.id = c.job_id LEFT JOIN unfolded u ON u.job_id = c.job_id`
@@ -65,7 +66,7 @@ func scanCampaign(row pgx.Row) (Campaign, error) {
 	var c Campaign
 	err := row.Scan(&c.ID, &c.AccountID, &c.JobID, &c.Name, &c.Message, &c.GroupID, &c.GroupName, &c.SenderID,
 		&c.Status, &c.ScheduledAt, &c.TotalRecipients, &c.Delivered, &c.Failed, &c.CostCents, &c.RefundedCents,
-		&c.CreatedAt, &c.StartedAt, &c.CompletedAt, &c.Reference)
+		&c.CreatedAt, &c.StartedAt, &c.CompletedAt, &c.Reference, &c.Suppressed)
 	return c, err
 }
 

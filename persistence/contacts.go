@@ -165,17 +165,28 @@ func (s *Store) CreateContact(ctx context.Context, n NewContact) (Contact, error
 }
 
 // OptOutContact marks one of the account's active contacts opted out: it is no longer listed
-// and no campaign messages it again; its history stays.
-func (s *Store) OptOutContact(ctx context.Context, accountID, id uuid.UUID) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE contacts SET opted_out_at = now()
-		WHERE account_id = $1 AND id = $2 AND opted_out_at IS NULL`, accountID, id)
+// and no campaign messages it again; its history stays. Its number joins the account's
+// suppression list (source contact) in the same statement, so no send messages it either:
+// the number is returned, with whether it was added (false: it was suppressed already).
+func (s *Store) OptOutContact(ctx context.Context, accountID, id uuid.UUID) (uint32, bool, error) {
+	var phone *string
+	var added *int32
+	err := s.pool.QueryRow(ctx, `WITH o AS (UPDATE contacts SET opted_out_at = now()
+			WHERE account_id = $1 AND id = $2 AND opted_out_at IS NULL RETURNING phone),
+		s AS (INSERT INTO suppressions (account_id, nsn, source, reason)
+			SELECT $1, substr(phone, 5)::integer, 'contact', 'the contact was opted out' FROM o ON CONFLICT DO NOTHING RETURNING nsn)
+		SELECT (SELECT phone FROM o), (SELECT nsn FROM s)`, accountID, id).Scan(&phone, &added)
 	if err != nil {
-		return fmt.Errorf("opt out contact: %w", err)
+		return 0, false, fmt.Errorf("opt out contact: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
+	if phone == nil {
+		return 0, false, ErrNotFound
 	}
-	return nil
+	nsn, err := ParseE164(*phone)
+	if err != nil {
+		return 0, false, fmt.Errorf("opt out contact: %w", err)
+	}
+	return nsn, added != nil, nil
 }
 
 // Groups lists the account's groups, newest first, with their active contacts' count.

@@ -93,6 +93,7 @@ type campaignJSON struct {
 	Status          string         `json:"status"`
 	ScheduledAt     *api.Timestamp `json:"scheduled_at"`
 	TotalRecipients int            `json:"total_recipients"`
+	SuppressedCount int            `json:"suppressed_count"` // group members left out: on the suppression list
 	TotalDelivered  int            `json:"total_delivered"`
 	TotalFailed     int            `json:"total_failed"`
 	CostKES         api.KES        `json:"cost_kes"`
@@ -114,7 +115,7 @@ func DeliveryRate(delivered, total int) float64 {
 func newCampaignJSON(c persistence.Campaign) campaignJSON {
 	return campaignJSON{ID: c.ID, Name: c.Name, Message: c.Message, GroupID: c.GroupID, GroupName: c.GroupName,
 		SenderID: c.SenderID, Status: string(c.Status), ScheduledAt: api.TimestampOf(c.ScheduledAt),
-		TotalRecipients: c.TotalRecipients, TotalDelivered: c.Delivered, TotalFailed: c.Failed,
+		TotalRecipients: c.TotalRecipients, SuppressedCount: c.Suppressed, TotalDelivered: c.Delivered, TotalFailed: c.Failed,
 		CostKES: api.KES(c.CostCents), DeliveryRate: DeliveryRate(c.Delivered, c.TotalRecipients),
 		CreatedAt: api.Timestamp(c.CreatedAt), StartedAt: api.TimestampOf(c.StartedAt), CompletedAt: api.TimestampOf(c.CompletedAt),
 		Reference: c.Reference}
@@ -138,6 +139,11 @@ func (h *Handler) createCampaign(ctx context.Context, rc *fasthttp.RequestCtx) e
 			c, err := h.store.Campaign(ctx, p.AccountID, id)
 			if err != nil {
 				return err
+			}
+			// The answer is the campaign as created (queued, or scheduled): its job may have
+			// started in the moments since, which GET /campaigns/{id} shows.
+			if c.Status == persistence.CampaignSending {
+				c.Status, c.StartedAt, c.Delivered, c.Failed = persistence.CampaignQueued, nil, 0, 0
 			}
 			return api.WriteJSON(rc, http.StatusCreated, newCampaignJSON(c))
 		})

@@ -32,7 +32,7 @@ type Options struct {
 type Store interface {
 	ListContacts(ctx context.Context, accountID uuid.UUID, f persistence.ContactFilter, p persistence.Page) ([]persistence.Contact, int64, error)
 	CreateContact(ctx context.Context, n persistence.NewContact) (persistence.Contact, error)
-	OptOutContact(ctx context.Context, accountID, id uuid.UUID) error
+	OptOutContact(ctx context.Context, accountID, id uuid.UUID) (nsn uint32, suppressed bool, err error)
 	Groups(ctx context.Context, accountID uuid.UUID) ([]persistence.Group, error)
 	CreateGroup(ctx context.Context, accountID uuid.UUID, name, description string) (persistence.Group, error)
 	DeleteGroup(ctx context.Context, accountID, id uuid.UUID) error
@@ -41,26 +41,34 @@ type Store interface {
 	BeginImport(ctx context.Context, accountID uuid.UUID, opts persistence.ImportOptions) (*persistence.ContactImport, error)
 }
 
+// Tenants are the account actors that must hear of a number suppressed before the caller is
+// answered (its next send leaves it out).
+type Tenants interface {
+	SuppressionChanged(ctx context.Context, accountID uuid.UUID, nsn uint32, suppressed bool) error
+}
+
 // Deps are the collaborators of the endpoints.
 type Deps struct {
-	Log   *slog.Logger
-	Store Store
-	Lists api.Lists
-	Plan  *carriers.Plan // contacts' phones
+	Log     *slog.Logger
+	Store   Store
+	Tenants Tenants
+	Lists   api.Lists
+	Plan    *carriers.Plan // contacts' phones
 }
 
 // Handler serves the endpoints.
 type Handler struct {
-	opts  Options
-	log   *slog.Logger
-	store Store
-	lists api.Lists
-	plan  *carriers.Plan
+	opts    Options
+	log     *slog.Logger
+	store   Store
+	tenants Tenants
+	lists   api.Lists
+	plan    *carriers.Plan
 }
 
 // New returns the endpoints.
 func New(opts Options, d Deps) *Handler {
-	return &Handler{opts: opts, log: d.Log, store: d.Store, lists: d.Lists, plan: d.Plan}
+	return &Handler{opts: opts, log: d.Log, store: d.Store, tenants: d.Tenants, lists: d.Lists, plan: d.Plan}
 }
 
 // Register adds the routes.
@@ -217,10 +225,14 @@ func (h *Handler) deleteContact(ctx context.Context, rc *fasthttp.RequestCtx) er
 	return nil
 }
 
-// OptOut opts one of the account's active contacts out (DELETE /contacts/{id}): another
-// account's, or one opted out already, is persistence.ErrNotFound.
+// OptOut opts one of the account's active contacts out (DELETE /contacts/{id}), its number
+// suppressed: another account's, or one opted out already, is persistence.ErrNotFound.
 func (h *Handler) OptOut(ctx context.Context, acct, id uuid.UUID) error {
-	return h.store.OptOutContact(ctx, acct, id)
+	nsn, added, err := h.store.OptOutContact(ctx, acct, id)
+	if err != nil || !added {
+		return err
+	}
+	return h.tenants.SuppressionChanged(ctx, acct, nsn, true)
 }
 
 func (h *Handler) contactsTemplate(_ context.Context, rc *fasthttp.RequestCtx) error {
