@@ -25,6 +25,7 @@ const (
 	ContactList                             // an account's active contacts
 	CampaignList                            // an account's campaigns (plain array; by cursor when page_size is given)
 	WebhookDeliveryList                     // a webhook endpoint's delivery log (by cursor only)
+	SuppressionList                         // an account's suppressed numbers (by cursor only)
 )
 
 // Lists describes lists for their cursors, keyed with a server secret.

@@ -60,6 +60,12 @@ func (p *Problem) MarshalJSON() ([]byte, error) {
 // NotFound is a 404 saying what was not found.
 func NotFound(detail string) error { return NewProblem("not_found", detail) }
 
+// AllRecipientsSuppressed is the 422 of a send or campaign whose every recipient is on the
+// account's suppression list (CONTRACT §15): nothing is left to send or to charge.
+func AllRecipientsSuppressed() *Problem {
+	return NewProblem("all_recipients_suppressed", "every recipient is suppressed")
+}
+
 // Invalid is a 422 naming the invalid fields.
 func Invalid(errs ...FieldError) *Problem { return InvalidAs("validation_failed", errs...) }
 

@@ -49,6 +49,7 @@ var problemTypes = []ProblemType{
 	{"body_too_large", http.StatusRequestEntityTooLarge, "The body is larger than the server takes."},
 	{"unsupported_media_type", http.StatusUnsupportedMediaType, "The body is not in a content type this endpoint takes."},
 	{"validation_failed", http.StatusUnprocessableEntity, "Fields are invalid; errors names each one."},
+	{"all_recipients_suppressed", http.StatusUnprocessableEntity, "Every recipient of the send is on the account's suppression list (GET /suppressions): nothing was sent, nothing charged."},
 	{"unsupported_network", http.StatusUnprocessableEntity, "Recipients are valid Kenyan numbers on a network Tuma does not reach."},
 	{"sender_not_approved", http.StatusUnprocessableEntity, "The sender_id is not an approved, active sender ID of this account."},
 	{"idempotency_key_reused", http.StatusUnprocessableEntity, "The Idempotency-Key was used with a different request."},

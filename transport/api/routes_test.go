@@ -30,6 +30,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/sandbox"
 	"github.com/tuma-sms/tuma/transport/api/senders"
 	"github.com/tuma-sms/tuma/transport/api/sms"
+	"github.com/tuma-sms/tuma/transport/api/suppressions"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
 	"github.com/tuma-sms/tuma/transport/api/webhooks"
 	"github.com/tuma-sms/tuma/transport/auth"
@@ -49,6 +50,7 @@ func everyGroup(t *testing.T, opts api.Options, given ...api.Group) *api.Server 
 		campaigns.New(campaigns.Deps{}),
 		wallet.New(wallet.Options{}, wallet.Deps{}),
 		webhooks.New(webhooks.Deps{}),
+		suppressions.New(suppressions.Deps{}),
 		notifications.New(nil),
 		admin.New(nil),
 		sandbox.New(sandbox.Options{}, sandbox.Deps{}),

@@ -28,6 +28,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/sandbox"
 	"github.com/tuma-sms/tuma/transport/api/senders"
 	"github.com/tuma-sms/tuma/transport/api/sms"
+	"github.com/tuma-sms/tuma/transport/api/suppressions"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
 	apiwebhooks "github.com/tuma-sms/tuma/transport/api/webhooks"
 	"github.com/tuma-sms/tuma/transport/auth"
@@ -196,6 +197,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		drives,
 		money,
 		hooks,
+		suppressions.New(suppressions.Deps{Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan}),
 		notifications.New(a.store),
 		admin.New(a.simControl()),
 		sandbox.New(sandbox.Options{On: sandboxOn, Secret: cfg.PaymentSecretKey, PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
