@@ -121,13 +121,15 @@ func (h *Handler) Add(ctx context.Context, accountID uuid.UUID, in Input) (persi
 		return persistence.Suppression{}, false, err
 	}
 	s, added, err := h.store.Suppress(ctx, accountID, nsn, persistence.SuppressedByAPI, reason)
-	if err != nil || !added {
+	if err != nil {
 		return s, false, err
 	}
+	// Told even when it was there already: a first call that stored it and then failed to
+	// reach the tenant is retried, and the tenant must hold it before this one answers.
 	if err := h.tenants.SuppressionChanged(ctx, accountID, nsn, true); err != nil {
 		return s, false, fmt.Errorf("tell the tenant of a suppression: %w", err)
 	}
-	return s, true, nil
+	return s, added, nil
 }
 
 // Remove lifts a suppression of the account, whatever its source, and tells its tenant. A
