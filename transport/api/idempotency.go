@@ -122,15 +122,16 @@ func (k *Keys) Do(ctx context.Context, op Op, key string, fingerprint []byte, ru
 }
 
 // wroteNothing reports a failure that provably happened before any effect: a refused request
-// (validation, an unknown sender), a send the balance cannot cover, an engine not taking
-// commands, a payment provider that never opened the checkout. Timeouts and store errors are
-// unknown outcomes.
+// (validation, an unknown sender), a send the balance cannot cover or whose every recipient is
+// suppressed, an engine not taking commands, a payment provider that never opened the
+// checkout. Timeouts and store errors are unknown outcomes.
 func wroteNothing(err error) bool {
 	var p *Problem
 	switch {
 	case errors.As(err, &p):
 		return p.Status < 500
 	case errors.As(err, new(*actors.InsufficientBalanceError)),
+		errors.Is(err, actors.ErrAllSuppressed), // refused by the tenant before any write
 		errors.Is(err, actors.ErrStopping),
 		errors.Is(err, payments.ErrUnavailable):
 		return true

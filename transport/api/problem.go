@@ -102,6 +102,8 @@ func problemFor(err error) *Problem {
 		var ib *actors.InsufficientBalanceError
 		errors.As(err, &ib)
 		return NewProblem("insufficient_balance", ib.Error())
+	case errors.Is(err, actors.ErrAllSuppressed):
+		return AllRecipientsSuppressed()
 	case errors.Is(err, persistence.ErrInsufficientBalance):
 		return NewProblem("insufficient_balance", "the balance cannot cover this send")
 	case errors.Is(err, payments.ErrUnavailable):
