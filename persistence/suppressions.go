@@ -168,3 +168,23 @@ func (s *Store) SuppressedSince(ctx context.Context, accountID, jobID uuid.UUID,
 	}
 	return out, nil
 }
+
+// SuppressMany adds numbers to an account's list in one statement (an import's batch), each
+// with its reason; numbers there already, or repeated in the batch, are left as they are. It
+// returns how many were added.
+func (s *Store) SuppressMany(ctx context.Context, accountID uuid.UUID, nsns []uint32, reasons []string, source SuppressionSource) (int64, error) {
+	if len(nsns) == 0 {
+		return 0, nil
+	}
+	ints := make([]int32, len(nsns))
+	for i, n := range nsns {
+		ints[i] = int32(n)
+	}
+	tag, err := s.pool.Exec(ctx, `INSERT INTO suppressions (account_id, nsn, source, reason)
+		SELECT $1, n, $3, r FROM unnest($2::integer[], $4::text[]) AS u(n, r) ON CONFLICT DO NOTHING`,
+		accountID, ints, string(source), reasons)
+	if err != nil {
+		return 0, fmt.Errorf("suppress many: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -1,6 +1,11 @@
 package app_test
 
 import (
+	"bytes"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -98,5 +103,61 @@ func TestCampaignsAndOptOutsHonourSuppressions(t *testing.T) {
 	r = n.send(a, map[string]any{"recipients": []string{"0712000501", "0712000777"}, "message": "Hello"})
 	if got := r.json(t); r.Status != 202 || got["suppressed_count"] != 1.0 || got["recipients_count"] != 1.0 {
 		t.Errorf("send right after the opt-out = %d %v; want the opted-out number left out", r.Status, got)
+	}
+}
+
+// importSuppressions posts a CSV to /suppressions/import.
+func (n *node) importSuppressions(a account, data []byte) response {
+	n.t.Helper()
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	part, _ := w.CreateFormFile("file", "optouts.csv")
+	part.Write(data)
+	w.Close()
+	req, _ := http.NewRequest("POST", n.base+"/suppressions/import", &body)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("X-API-Key", a.APIKey)
+	return n.roundTrip(req)
+}
+
+// 100,000 numbers from a CSV, in mixed forms with repeats and bad rows: the good ones are
+// added once, the bad counted and listed, and the very next send leaves every one out.
+func TestSuppressionImportOf100000(t *testing.T) {
+	n := startNode(t, fastSims)
+	a := n.register("suppression-import@example.com")
+	n.approveDefaultSender(a, "ACME", "all")
+	n.credit(a, "1000")
+	n.suppress(a, "0722000000") // there before
+	var csv bytes.Buffer
+	csv.WriteString("phone,reason\r\n")
+	for i := range 100_000 {
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&csv, "07220%05d,moved from another provider\r\n", i)
+		case 1:
+			fmt.Fprintf(&csv, "+254 722 0%05d,\r\n", i)
+		default:
+			fmt.Fprintf(&csv, "2547220%05d\r\n", i)
+		}
+	}
+	csv.WriteString("0722000001\r\nnot a number,x\r\n12345\r\n0722000002,\"" + strings.Repeat("r", 201) + "\"\r\n")
+	r := n.importSuppressions(a, csv.Bytes())
+	res := r.json(t)
+	if r.Status != 200 || res["added"] != 99_999.0 || res["already_suppressed"] != 2.0 || res["invalid"] != 3.0 ||
+		len(res["errors"].([]any)) != 3 {
+		t.Fatalf("import = %d %v; want 99,999 added, 2 already, 3 invalid", r.Status, res)
+	}
+	if e := res["errors"].([]any)[0].(map[string]any); e["line"] != 100_003.0 || e["value"] != "not a number" {
+		t.Errorf("first refused row %v; want line 100,003", e)
+	}
+	if got := n.suppressed(a); got != 100_000 {
+		t.Errorf("%d numbers on the list; want 100,000", got)
+	}
+	send := n.send(a, map[string]any{"recipients": []string{"0722000000", "0722099999", "0722050000", "0733000001"}, "message": "Hi"})
+	if got := send.json(t); send.Status != 202 || got["suppressed_count"] != 3.0 || got["recipients_count"] != 1.0 {
+		t.Errorf("send right after the import = %d %v; want 3 left out", send.Status, got)
+	}
+	if r := n.importSuppressions(a, []byte("\x00\x01binary")); r.Status != 200 || r.json(t)["invalid"] == 0.0 {
+		t.Errorf("binary file = %d %s; want its rows refused", r.Status, r.Body)
 	}
 }

@@ -24,6 +24,7 @@ type Store interface {
 	Suppress(ctx context.Context, accountID uuid.UUID, nsn uint32, source persistence.SuppressionSource, reason string) (persistence.Suppression, bool, error)
 	Unsuppress(ctx context.Context, accountID uuid.UUID, nsn uint32, sources ...persistence.SuppressionSource) error
 	Suppressions(ctx context.Context, accountID uuid.UUID, f persistence.SuppressionFilter, limit int) ([]persistence.Suppression, error)
+	SuppressMany(ctx context.Context, accountID uuid.UUID, nsns []uint32, reasons []string, source persistence.SuppressionSource) (int64, error)
 }
 
 // Tenants is the engine's side: the account's tenant actor keeps the list in memory, so a
@@ -31,6 +32,8 @@ type Store interface {
 type Tenants interface {
 	// SuppressionChanged answers once the account's tenant holds the change.
 	SuppressionChanged(ctx context.Context, accountID uuid.UUID, nsn uint32, suppressed bool) error
+	// AccountChanged answers once the account's tenant has read its state (its whole list) again.
+	AccountChanged(ctx context.Context, accountID uuid.UUID) error
 }
 
 // Deps are the collaborators of the endpoints.
@@ -62,6 +65,7 @@ func (h *Handler) Register(r *api.Router) {
 	r.Handle("GET", "/suppressions", api.Account, h.list)
 	r.Handle("POST", "/suppressions", api.Account, h.create)
 	r.Handle("DELETE", "/suppressions/{phone}", api.Account, h.delete)
+	r.Upload("POST", "/suppressions/import", api.Account, MaxImportBody, h.importFile)
 }
 
 // maxReasonLen is the most characters a reason may have: a note for people, not a document.

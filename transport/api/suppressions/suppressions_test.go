@@ -88,6 +88,8 @@ type fakeTenants struct {
 	err     error
 }
 
+func (f *fakeTenants) AccountChanged(context.Context, uuid.UUID) error { return f.err }
+
 func (f *fakeTenants) SuppressionChanged(_ context.Context, _ uuid.UUID, nsn uint32, suppressed bool) error {
 	f.changes = append(f.changes, change{nsn, suppressed})
 	return f.err
