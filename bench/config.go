@@ -63,6 +63,7 @@ type Config struct {
 	WebhookListen  string        // --webhooks: where the tool's webhook receiver listens ("" = no webhooks)
 	WebhookHost    string        // the receiver's host as the server reaches it (default 127.0.0.1)
 	WebhookBatch   int           // each endpoint's batch_size, 1..100
+	Suppressed     int           // numbers put on each account's suppression list before the load (none is sent to)
 }
 
 // DefaultConfig is the configuration of a scenario before any flag: sized so a run offers
@@ -151,6 +152,9 @@ func (c Config) Validate() error {
 			bad("webhook-batch", "must be from 1 to %d, got %d", maxWebhookBatch, c.WebhookBatch)
 		}
 	}
+	if c.Suppressed < 0 || c.Suppressed > maxSuppressed {
+		bad("suppressed", "must be from 0 to %d, got %d", maxSuppressed, c.Suppressed)
+	}
 	return errors.Join(errs...)
 }
 
@@ -165,6 +169,7 @@ func (c Config) flags() map[string]string {
 		"keep": strconv.FormatBool(c.Keep), "timeout": c.Timeout.String(),
 		"request-timeout": c.RequestTimeout.String(), "fund-kes": strconv.Itoa(c.FundKES),
 		"webhooks": c.WebhookListen, "webhook-host": c.WebhookHost, "webhook-batch": strconv.Itoa(c.WebhookBatch),
+		"suppressed": strconv.Itoa(c.Suppressed),
 	}
 }
 
@@ -272,6 +277,7 @@ func ParseArgs(args []string, lookup func(string) (string, bool), out io.Writer)
 	fs.StringVar(&c.WebhookListen, "webhooks", "", "")
 	fs.StringVar(&c.WebhookHost, "webhook-host", "", "")
 	fs.IntVar(&c.WebhookBatch, "webhook-batch", c.WebhookBatch, "")
+	fs.IntVar(&c.Suppressed, "suppressed", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -346,6 +352,9 @@ flags:
                          latency. The server needs TUMA_WEBHOOK_ALLOW_PRIVATE=true
   --webhook-host HOST    the receiver's host as the server reaches it (default 127.0.0.1)
   --webhook-batch N      each endpoint's batch_size, 1..100 (default 100)
+  --suppressed N         put N numbers (none the load sends to) on each account's suppression
+                         list before the load (POST /suppressions/import), 0..4000000: what
+                         the lookups cost a send's acceptance (compare accept latency with 0)
 
 summary prints the headline figures of several result files, one line each.
 headline prints the engine's four speed figures (small: sends/s and, with --db-cpu, CPU per

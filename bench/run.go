@@ -63,6 +63,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err == nil && rcv != nil {
 		err = subscribe(ctx, a, cfg, rcv, tenants)
 	}
+	if err == nil {
+		err = suppress(ctx, a, cfg, tenants)
+	}
 	if err != nil {
 		stopProgress()
 		return errors.Join(err, retire(ctx, a, cfg, tenants))

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -46,8 +47,13 @@ type ImportError struct {
 	Reason string `json:"reason"`
 }
 
+// importTimeout bounds an import: a million numbers take about half a minute.
+const importTimeout = 10 * time.Minute
+
 func (h *Handler) importFile(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	acct := api.Principal(rc).AccountID
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), importTimeout)
+	defer cancel()
 	var res *ImportResult
 	err := api.EachPart(rc, MaxImportBody, func(p api.FormPart) error {
 		if p.Name != "file" || res != nil {
