@@ -177,8 +177,9 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	})
 	hooks := apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
 		Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake})
+	suppress := suppressions.New(suppressions.Deps{Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan})
 	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book,
-		campaigns: drives, sms: sending, webhooks: hooks, accounts: acct})
+		campaigns: drives, sms: sending, webhooks: hooks, accounts: acct, suppress: suppress})
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +198,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		drives,
 		money,
 		hooks,
-		suppressions.New(suppressions.Deps{Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan}),
+		suppress,
 		notifications.New(a.store),
 		admin.New(a.simControl()),
 		sandbox.New(sandbox.Options{On: sandboxOn, Secret: cfg.PaymentSecretKey, PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},

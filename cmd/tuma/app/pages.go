@@ -11,6 +11,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/contacts"
 	"github.com/tuma-sms/tuma/transport/api/senders"
 	"github.com/tuma-sms/tuma/transport/api/sms"
+	"github.com/tuma-sms/tuma/transport/api/suppressions"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
 	apiwebhooks "github.com/tuma-sms/tuma/transport/api/webhooks"
 	"github.com/tuma-sms/tuma/transport/web"
@@ -22,6 +23,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/web/overview"
 	"github.com/tuma-sms/tuma/transport/web/send"
 	sendersweb "github.com/tuma-sms/tuma/transport/web/senders"
+	suppressionpages "github.com/tuma-sms/tuma/transport/web/suppressions"
 	walletweb "github.com/tuma-sms/tuma/transport/web/wallet"
 	webhookpages "github.com/tuma-sms/tuma/transport/web/webhooks"
 )
@@ -53,6 +55,7 @@ type pageOps struct {
 	sms       *sms.Handler
 	webhooks  *apiwebhooks.Handler
 	accounts  *accounts.Handler
+	suppress  *suppressions.Handler
 }
 
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
@@ -75,6 +78,10 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 		return nil, err
 	}
 	addressBook, err := contactpages.New(site, ops.contacts, a.store)
+	if err != nil {
+		return nil, err
+	}
+	doNotText, err := suppressionpages.New(site, ops.suppress)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +112,7 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 		sent,
 		drives,
 		addressBook,
+		doNotText, // under /app/contacts: its nav entry is Contacts
 		senderIDs,
 		money,
 		keys,

@@ -193,7 +193,16 @@ func (h *Handler) delete(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	return nil
 }
 
-func (h *Handler) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
+// Listing is one page of an account's suppressions, as GET /suppressions reads its query.
+type Listing struct {
+	Suppressions []persistence.Suppression
+	NextCursor   *string // the next page's cursor; nil at the end of the list
+}
+
+// Suppressions reads a page of the account's list as GET /suppressions asks for it (search,
+// page_size, cursor): a search no number begins with is a 422 naming search, a cursor not
+// this list's a 400.
+func (h *Handler) Suppressions(ctx context.Context, rc *fasthttp.RequestCtx) (Listing, error) {
 	acct := api.Principal(rc).AccountID
 	q := api.NewQuery(rc)
 	var f persistence.SuppressionFilter
@@ -210,7 +219,7 @@ func (h *Handler) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	l := h.lists.Of(api.SuppressionList, acct, fmt.Sprintf("from=%d", f.From), fmt.Sprintf("to=%d", f.To))
 	p := q.Page(l)
 	if err := q.Err(); err != nil {
-		return err
+		return Listing{}, err
 	}
 	if p.After != nil {
 		c := decodeCursor(*p.After)
@@ -218,18 +227,27 @@ func (h *Handler) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	}
 	list, err := h.List(ctx, acct, f, p.Size)
 	if err != nil {
+		return Listing{}, err
+	}
+	out := Listing{Suppressions: list}
+	if len(list) == p.Size {
+		c := l.Cursor(encodeCursor(list[len(list)-1]))
+		out.NextCursor = &c
+	}
+	return out, nil
+}
+
+func (h *Handler) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	l, err := h.Suppressions(ctx, rc)
+	if err != nil {
 		return err
 	}
 	out := struct {
 		Data       []suppressionJSON `json:"data"`
 		NextCursor *string           `json:"next_cursor"`
-	}{Data: make([]suppressionJSON, len(list))}
-	for i, s := range list {
+	}{Data: make([]suppressionJSON, len(l.Suppressions)), NextCursor: l.NextCursor}
+	for i, s := range l.Suppressions {
 		out.Data[i] = newSuppressionJSON(s)
-	}
-	if len(list) == p.Size {
-		c := l.Cursor(encodeCursor(list[len(list)-1]))
-		out.NextCursor = &c
 	}
 	return api.WriteJSON(rc, http.StatusOK, out)
 }
