@@ -45,7 +45,7 @@ func (s *Store) AssignInboundNumber(ctx context.Context, accountID uuid.UUID, nu
 	err = s.pool.QueryRow(ctx, `SELECT account_id, network, created_at FROM inbound_numbers WHERE number = $1`, number).
 		Scan(&out.AccountID, &n, &out.CreatedAt)
 	if err != nil {
-		// Not found: it was assigned and removed in between; there is no removal, so no.
+		// Numbers are never unassigned, so the row the insert met is there.
 		return out, false, fmt.Errorf("assign inbound number: %w", err)
 	}
 	out.Network = carriers.Network(n)
