@@ -26,6 +26,7 @@ const (
 	CampaignList                            // an account's campaigns (plain array; by cursor when page_size is given)
 	WebhookDeliveryList                     // a webhook endpoint's delivery log (by cursor only)
 	SuppressionList                         // an account's suppressed numbers (by cursor only)
+	InboundList                             // an account's inbound messages (by cursor only)
 )
 
 // Lists describes lists for their cursors, keyed with a server secret.

@@ -44,6 +44,7 @@ var problemTypes = []ProblemType{
 	{"contact_exists", http.StatusConflict, "A contact with this phone is in the account's contacts already."},
 	{"contact_opted_out", http.StatusConflict, "A contact with this phone opted out (was deleted): it is never messaged again nor added again."},
 	{"sender_exists", http.StatusConflict, "This account already has a sender ID request with this name and network."},
+	{"inbound_number_taken", http.StatusConflict, "Operators: the short code or long number is another account's inbound number already."},
 	{"already_verified", http.StatusConflict, "The account's email is verified already."},
 	{"idempotency_key_in_use", http.StatusConflict, "A request with this Idempotency-Key is still running; retry to get its outcome."},
 	{"body_too_large", http.StatusRequestEntityTooLarge, "The body is larger than the server takes."},

@@ -25,6 +25,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/admin"
 	"github.com/tuma-sms/tuma/transport/api/campaigns"
 	"github.com/tuma-sms/tuma/transport/api/contacts"
+	"github.com/tuma-sms/tuma/transport/api/inbound"
 	"github.com/tuma-sms/tuma/transport/api/notifications"
 	"github.com/tuma-sms/tuma/transport/api/ops"
 	"github.com/tuma-sms/tuma/transport/api/sandbox"
@@ -51,6 +52,7 @@ func everyGroup(t *testing.T, opts api.Options, given ...api.Group) *api.Server 
 		wallet.New(wallet.Options{}, wallet.Deps{}),
 		webhooks.New(webhooks.Deps{}),
 		suppressions.New(suppressions.Deps{}),
+		inbound.New(inbound.Options{}, inbound.Deps{}),
 		notifications.New(nil),
 		admin.New(nil),
 		sandbox.New(sandbox.Options{}, sandbox.Deps{}),

@@ -23,6 +23,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/admin"
 	"github.com/tuma-sms/tuma/transport/api/campaigns"
 	"github.com/tuma-sms/tuma/transport/api/contacts"
+	"github.com/tuma-sms/tuma/transport/api/inbound"
 	"github.com/tuma-sms/tuma/transport/api/notifications"
 	"github.com/tuma-sms/tuma/transport/api/ops"
 	"github.com/tuma-sms/tuma/transport/api/sandbox"
@@ -199,6 +200,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		money,
 		hooks,
 		suppress,
+		inbound.New(inbound.Options{Simulated: a.simControl() != nil}, inbound.Deps{Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan}),
 		notifications.New(a.store),
 		admin.New(a.simControl()),
 		sandbox.New(sandbox.Options{On: sandboxOn, Secret: cfg.PaymentSecretKey, PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
