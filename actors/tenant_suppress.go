@@ -182,46 +182,35 @@ func (t *tenantActor) adoptSuppressed(list []uint32, gen int) {
 // unsuppressed leaves the suppressed numbers out of a send's recipients, in order; it returns
 // the recipients unchanged (no copy) when none is suppressed.
 func (t *tenantActor) unsuppressed(rs []persistence.Recipient) ([]persistence.Recipient, int) {
-	if t.suppressed.empty() {
-		return rs, 0
-	}
-	nsns := make([]uint32, len(rs))
-	for i, r := range rs {
-		nsns[i] = r.NSN
-	}
-	hits := t.suppressed.hits(nsns)
-	if len(hits) == 0 {
-		return rs, 0
-	}
-	kept := make([]persistence.Recipient, 0, len(rs)-len(hits))
-	for _, r := range rs {
-		if _, out := hits[r.NSN]; !out {
-			kept = append(kept, r)
-		}
-	}
-	return kept, len(rs) - len(kept)
+	return leaveOut(&t.suppressed, rs, func(r persistence.Recipient) uint32 { return r.NSN })
 }
 
 // unsuppressedMembers is unsuppressed for a campaign's audience.
 func (t *tenantActor) unsuppressedMembers(ms []persistence.Member) ([]persistence.Member, int) {
-	if t.suppressed.empty() {
-		return ms, 0
+	return leaveOut(&t.suppressed, ms, func(m persistence.Member) uint32 { return m.NSN })
+}
+
+// leaveOut returns xs without those whose number is in the set, in order, and how many it
+// left out; xs itself (no copy) when none.
+func leaveOut[T any](s *suppressedSet, xs []T, nsn func(T) uint32) ([]T, int) {
+	if s.empty() {
+		return xs, 0
 	}
-	nsns := make([]uint32, len(ms))
-	for i, m := range ms {
-		nsns[i] = m.NSN
+	nsns := make([]uint32, len(xs))
+	for i, x := range xs {
+		nsns[i] = nsn(x)
 	}
-	hits := t.suppressed.hits(nsns)
+	hits := s.hits(nsns)
 	if len(hits) == 0 {
-		return ms, 0
+		return xs, 0
 	}
-	kept := make([]persistence.Member, 0, len(ms)-len(hits))
-	for _, m := range ms {
-		if _, out := hits[m.NSN]; !out {
-			kept = append(kept, m)
+	kept := make([]T, 0, len(xs)-len(hits))
+	for _, x := range xs {
+		if _, out := hits[nsn(x)]; !out {
+			kept = append(kept, x)
 		}
 	}
-	return kept, len(ms) - len(kept)
+	return kept, len(xs) - len(kept)
 }
 
 // SuppressionChanged tells the account's tenant actor, if it is alive, of a change to its

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -203,4 +204,22 @@ func newField(f *Form, name, label, typ string, opts ...string) (Field, error) {
 		}
 	}
 	return fd, nil
+}
+
+// ListURL is a list page's address with the filter's fields named in keep (those set), and
+// one more parameter when key is given: the links of its pages ("Older", "Newest").
+func ListURL(path string, filter *Form, keep []string, key, value string) string {
+	v := url.Values{}
+	for _, k := range keep {
+		if s := filter.Get(k); s != "" {
+			v.Set(k, s)
+		}
+	}
+	if key != "" {
+		v.Set(key, value)
+	}
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
 }

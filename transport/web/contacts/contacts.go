@@ -9,7 +9,6 @@ import (
 	"embed"
 	"errors"
 	"net/http"
-	"net/url"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -183,19 +182,7 @@ func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status 
 
 // pageURL is the contacts page with the filter, and one more parameter when key is given.
 func pageURL(filter *web.Form, key, value string) string {
-	v := url.Values{}
-	for _, k := range []string{"search", "group_id"} {
-		if s := filter.Get(k); s != "" {
-			v.Set(k, s)
-		}
-	}
-	if key != "" {
-		v.Set(key, value)
-	}
-	if len(v) == 0 {
-		return listPath
-	}
-	return listPath + "?" + v.Encode()
+	return web.ListURL(listPath, filter, []string{"search", "group_id"}, key, value)
 }
 
 // findGroup is the group of gs with the id raw, nil when none is (or raw is no id).

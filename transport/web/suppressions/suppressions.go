@@ -150,19 +150,7 @@ func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status 
 // pageURL is the page with the search (and the page size a link asked for), and one more
 // parameter when key is given.
 func pageURL(filter *web.Form, key, value string) string {
-	v := url.Values{}
-	for _, k := range []string{"search", "page_size"} {
-		if s := filter.Get(k); s != "" {
-			v.Set(k, s)
-		}
-	}
-	if key != "" {
-		v.Set(key, value)
-	}
-	if len(v) == 0 {
-		return listPath
-	}
-	return listPath + "?" + v.Encode()
+	return web.ListURL(listPath, filter, []string{"search", "page_size"}, key, value)
 }
 
 // add suppresses a number with POST /suppressions' operation: its field errors are shown
