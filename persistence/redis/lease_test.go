@@ -63,7 +63,9 @@ func TestRefusedBucketAnswersLocally(t *testing.T) {
 	l := redis.NewLimiter(newClient(t, url, prefix), 0)
 	r := redis.Rate{PerSecond: 40, Burst: 8} // leases of 2, one token every 25 ms
 	var d redis.Decision
+	var refusedAt time.Time // before the refusing call: the node's window starts no earlier
 	for i := 0; ; i++ {
+		refusedAt = time.Now()
 		if d = l.Allow(ctx, "acct:hammer", r); !d.Allowed {
 			break
 		}
@@ -71,7 +73,6 @@ func TestRefusedBucketAnswersLocally(t *testing.T) {
 			t.Fatal("a burst of 8 at 40/s allowed 100 requests in a row")
 		}
 	}
-	refusedAt := time.Now()
 	if d.RetryAfter <= 0 || d.RetryAfter > 25*time.Millisecond {
 		t.Fatalf("RetryAfter = %v; want (0, 25ms]", d.RetryAfter)
 	}
