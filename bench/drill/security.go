@@ -289,6 +289,11 @@ func (s *secState) resources(ctx context.Context, t *secTenant) error {
 	if err := made("contact", "/contacts", map[string]any{"phone": fmt.Sprintf("0799%06d", s.gen.seq()%1_000_000), "group_id": t.res["group"]}, "contact"); err != nil {
 		return err
 	}
+	// A suppressed number, named in its path by the number itself.
+	t.res["suppression"] = fmt.Sprintf("0798%06d", s.gen.seq()%1_000_000)
+	if r := c.do(ctx, "POST", "/suppressions", map[string]any{"phone": t.res["suppression"]}, t.apiKey()...); r.expect(201) != nil {
+		return fmt.Errorf("suppression of %s: %d %s", t.email, r.status, clip(r.body, 200))
+	}
 	// A webhook endpoint (at a documentation address, TEST-NET-1: nothing answers there) and
 	// a delivery of it.
 	if err := made("webhook", "/webhooks", map[string]any{"url": "https://192.0.2.1/drill", "events": []string{"webhook.test"}}, "webhook"); err != nil {
@@ -341,6 +346,8 @@ func (s *secState) pathValue(op *operation, param string, t *secTenant) string {
 		return t.res["webhook"]
 	case param == "delivery_id":
 		return t.res["delivery"]
+	case param == "phone" && strings.HasPrefix(op.path, "/suppressions/"):
+		return t.res["suppression"]
 	case param == "kind":
 		return "auth-letter"
 	case param == "access_code" || param == "reference":
