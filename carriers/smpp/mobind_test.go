@@ -158,3 +158,23 @@ func TestBindMORefused(t *testing.T) {
 		t.Fatalf("SendMO = %v after %d calls; want ESME_RX_P_APPN after one", err, calls.Load())
 	}
 }
+
+// A message whose parts stopped coming is handed on by the worker once its wait is over, with
+// the parts it has; a failed hand-on is tried again at the next tick, not dropped.
+func TestBindMOHandsOnExpired(t *testing.T) {
+	smsc := startSMSC(t, SMSCConfig{SystemID: "tuma", Password: "secret"})
+	r := NewReassembler(30*time.Millisecond, 0)
+	rec := &moRecorder{fail: 1}
+	testBind(t, smsc.Addr(), nil, BindHooks{MO: rec.handle, Reassembler: r})
+	if a, err := r.Add(moPDU(ESMClassUDHI, 0, udh8(5, 2, 1, []byte("half"))), time.Now()); a != nil || err != nil {
+		t.Fatalf("part 1 of 2: %v %v", a, err)
+	}
+	poll(t, "the incomplete message handed on", func() bool { return len(rec.messages()) == 1 })
+	m := rec.messages()[0]
+	rec.mu.Lock()
+	calls := rec.calls
+	rec.mu.Unlock()
+	if m.Text != "half" || !m.Incomplete || m.Parts != 1 || m.Total != 2 || calls != 2 || r.Held() != 0 {
+		t.Fatalf("handed on %+v after %d calls, %d held; want part 1 of 2 after one failure", m, calls, r.Held())
+	}
+}
