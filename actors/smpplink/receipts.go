@@ -22,8 +22,9 @@ const partsTTL = 24 * time.Hour
 // deliver reads a deliver_sm on one of the link's binds. The engine records receipts in
 // batches; one lost to a crash is recovered by the engine's query_sm of messages left sent.
 func (l *link) deliver(p *smpp.PDU) smpp.Status {
-	if !p.IsReceipt() {
-		l.set.log.Debug("smpp mobile-originated message ignored", "network", l.network, "from", p.Source)
+	if !p.IsReceipt() { // an SME or intermediate acknowledgement (MO go to l.mo)
+		l.set.log.Debug("smpp deliver_sm neither receipt nor message ignored", "network", l.network,
+			"esm_class", p.ESMClass)
 		return smpp.StatusOK
 	}
 	if l.set.sink.Load() == nil {

@@ -1,6 +1,7 @@
 // Package smpplink connects SMPP binds (carriers/smpp) to the engine: per network, one or
-// more binds behind one actors.Carrier, long messages split into parts, and delivery
-// receipts correlated and folded per message before they reach the engine.
+// more binds behind one actors.Carrier, long messages split into parts, delivery receipts
+// correlated and folded per message before they reach the engine, and mobile-originated
+// messages (parts joined) handed to the inbound sink.
 package smpplink
 
 import (
@@ -26,24 +27,35 @@ type ReceiptSink func(n carriers.Network, providerID string, st actors.CarrierSt
 // AnswerSink takes submit_sm_resp that came after their submit gave up (Engine.LateAnswer).
 type AnswerSink func(n carriers.Network, account, messageID uuid.UUID, providerID string)
 
+// InboundSink takes a mobile-originated message that came on network n. It returns once the
+// message is kept; an error has the SMSC deliver it again later, unless it wraps
+// smpp.ErrMORefused (never to be taken).
+type InboundSink func(ctx context.Context, n carriers.Network, m smpp.MO) error
+
+// errNoInboundSink refuses MO for now while the node is starting.
+var errNoInboundSink = errors.New("smpplink: inbound messages not wired yet")
+
 // Set is every network's binds.
 type Set struct {
 	nets    map[carriers.Network]*link
 	sink    atomic.Pointer[ReceiptSink]
 	answers atomic.Pointer[AnswerSink]
+	inbound atomic.Pointer[InboundSink]
 	log     *slog.Logger
 	stop    chan struct{}
 	done    sync.WaitGroup
 }
 
 // New opens the binds of each network named in binds. Receipts that arrive before Deliver
-// is called are refused with ESME_RX_T_APPN, so the SMSC sends them again.
+// is called, and MO before Inbound, are refused with ESME_RX_T_APPN, so the SMSC sends them
+// again.
 func New(binds map[carriers.Network][]smpp.BindConfig, log *slog.Logger, m *smpp.Metrics) (*Set, error) {
 	s := &Set{nets: map[carriers.Network]*link{}, log: log, stop: make(chan struct{})}
 	for n, cfgs := range binds {
-		l := &link{network: n, set: s, parts: newParts()}
+		// One reassembler per network: an SMSC may send a message's parts on different binds.
+		l := &link{network: n, set: s, parts: newParts(), reasm: smpp.NewReassembler(0, 0)}
 		for _, c := range cfgs {
-			b, err := smpp.NewBind(c, smpp.BindHooks{Deliver: l.deliver, LateResp: l.lateResp},
+			b, err := smpp.NewBind(c, smpp.BindHooks{Deliver: l.deliver, LateResp: l.lateResp, MO: l.mo, Reassembler: l.reasm},
 				log.With("network", n.String()), m)
 			if err != nil {
 				s.Close()
@@ -63,6 +75,9 @@ func (s *Set) Deliver(f ReceiptSink) { s.sink.Store(&f) }
 
 // Answers routes late submit answers to f.
 func (s *Set) Answers(f AnswerSink) { s.answers.Store(&f) }
+
+// Inbound routes mobile-originated messages to f.
+func (s *Set) Inbound(f InboundSink) { s.inbound.Store(&f) }
 
 // Carriers is the engine's view of the links.
 func (s *Set) Carriers() map[carriers.Network]actors.Carrier {
@@ -148,6 +163,7 @@ type link struct {
 	binds   []*smpp.Bind
 	next    atomic.Uint32
 	parts   *parts
+	reasm   *smpp.Reassembler
 	waiting sync.Map // *smpp.PDU → lateSubmit: submits that gave up waiting for their resp
 }
 
@@ -159,6 +175,19 @@ type lateSubmit struct {
 
 // lateAnswerWait is how long an unanswered submit_sm is remembered for its resp.
 const lateAnswerWait = 10 * time.Minute
+
+// mo hands a mobile-originated message to the inbound sink; it runs on a bind's MO worker.
+func (l *link) mo(ctx context.Context, m smpp.MO) error {
+	f := l.set.inbound.Load()
+	if f == nil {
+		return errNoInboundSink
+	}
+	if m.Incomplete {
+		l.set.log.Warn("smpp MO parts missing; kept with the parts that came", "network", l.network,
+			"parts", m.Parts, "of", m.Total)
+	}
+	return (*f)(ctx, l.network, m)
+}
 
 // lateResp records the network id of a message whose submit_sm_resp came too late.
 func (l *link) lateResp(req, resp *smpp.PDU) {

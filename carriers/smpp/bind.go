@@ -20,6 +20,7 @@ type Bind struct {
 	m       bindMetrics
 	deliver func(*PDU) Status // deliver_sm (receipts); runs on the reader, must be quick
 	late    func(req, resp *PDU)
+	mo      *moWorker // nil: MO deliver_sm go to deliver like any other
 
 	cur    atomic.Pointer[session] // nil unless bound
 	slots  chan struct{}           // the window: one token per submit awaiting its resp
@@ -55,6 +56,13 @@ type BindHooks struct {
 	Deliver func(*PDU) Status
 	// LateResp sees a submit_sm_resp that came after its request gave up waiting.
 	LateResp func(req, resp *PDU)
+	// MO takes mobile-originated messages (deliver_sm of esm_class type 0), parts joined. It
+	// runs on the bind's own worker, not the reader, so it may do I/O; each deliver_sm is
+	// answered after it returns. Nil leaves them to Deliver.
+	MO MOHandler
+	// Reassembler joins MO parts; binds of one network should share one, as an SMSC may send
+	// a message's parts on different binds. Nil: the bind's own, with the defaults.
+	Reassembler *Reassembler
 }
 
 // NewBind starts keeping a bind up. Close stops it.
@@ -69,6 +77,10 @@ func NewBind(cfg BindConfig, hooks BindHooks, log *slog.Logger, m *Metrics) (*Bi
 		deliver: hooks.Deliver, late: hooks.LateResp, slots: make(chan struct{}, cfg.Window),
 		stop: make(chan struct{}), done: make(chan struct{}), bound: make(chan struct{})}
 	b.ref.Store(uint32(time.Now().UnixNano()))
+	if hooks.MO != nil {
+		b.mo = newMOWorker(b, hooks.MO, hooks.Reassembler)
+		go b.mo.run()
+	}
 	go b.run()
 	return b, nil
 }
@@ -285,5 +297,9 @@ func (b *Bind) Close() {
 	b.closed.Do(func() {
 		close(b.stop)
 		<-b.done
+		if b.mo != nil {
+			close(b.mo.stop)
+			<-b.mo.done
+		}
 	})
 }

@@ -12,6 +12,7 @@ type Metrics struct {
 	timeouts    *prometheus.CounterVec   // bind: resps that never came
 	writes      *prometheus.CounterVec   // bind: write syscalls
 	writtenPDUs *prometheus.CounterVec   // bind: PDUs written (over writes: the coalescing)
+	mo          *prometheus.CounterVec   // bind: mobile-originated messages handed on
 }
 
 // NewMetrics registers the bind series on reg.
@@ -34,8 +35,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Write syscalls on the bind's socket."}, []string{"bind"}),
 		writtenPDUs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tuma_smpp_pdus_written_total",
 			Help: "PDUs written on the bind (several per write when coalesced)."}, []string{"bind"}),
+		mo: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tuma_smpp_mo_messages_total",
+			Help: "Mobile-originated messages (whole, parts joined) handed on from the bind."}, []string{"bind"}),
 	}
-	reg.MustRegister(m.state, m.window, m.latency, m.throttles, m.reconnects, m.timeouts, m.writes, m.writtenPDUs)
+	reg.MustRegister(m.state, m.window, m.latency, m.throttles, m.reconnects, m.timeouts, m.writes, m.writtenPDUs, m.mo)
 	return m
 }
 
@@ -44,6 +47,7 @@ type bindMetrics struct {
 	state, window                                    prometheus.Gauge
 	latency                                          prometheus.Observer
 	throttles, reconnects, timeouts, writes, written prometheus.Counter
+	mo                                               prometheus.Counter
 }
 
 func (m *Metrics) bind(name string) bindMetrics {
@@ -53,5 +57,6 @@ func (m *Metrics) bind(name string) bindMetrics {
 	return bindMetrics{state: m.state.WithLabelValues(name), window: m.window.WithLabelValues(name),
 		latency: m.latency.WithLabelValues(name), throttles: m.throttles.WithLabelValues(name),
 		reconnects: m.reconnects.WithLabelValues(name), timeouts: m.timeouts.WithLabelValues(name),
-		writes: m.writes.WithLabelValues(name), written: m.writtenPDUs.WithLabelValues(name)}
+		writes: m.writes.WithLabelValues(name), written: m.writtenPDUs.WithLabelValues(name),
+		mo: m.mo.WithLabelValues(name)}
 }

@@ -181,6 +181,10 @@ func (s *session) readLoop() {
 			BindReceiverResp, BindTransmitterResp, GenericNack:
 			s.resolve(p)
 		case DeliverSM:
+			if s.b.mo != nil && p.IsMO() {
+				s.b.mo.enqueue(s, p) // answered by the worker once handled
+				continue
+			}
 			st := s.b.deliver(p)
 			_ = s.w.send(&PDU{Header: Header{ID: DeliverSMResp, Status: st, Seq: p.Seq}})
 		case EnquireLink:

@@ -168,13 +168,15 @@ type smscConn struct {
 	s     *SMSC
 	w     *wire
 	bound atomic.Bool
+	rx    atomic.Bool   // bound as a receiver or transceiver: MO may be delivered to it
 	seq   atomic.Uint32 // deliver_sm sequence numbers
 	once  sync.Once
 	quit  chan struct{}
 
 	mu      sync.Mutex
-	queue   []receiptDue          // due in order: the delay is the same for all
-	unacked map[uint32]receiptDue // sent, awaiting deliver_sm_resp (by sequence number)
+	queue   []receiptDue           // due in order: the delay is the same for all
+	unacked map[uint32]receiptDue  // sent, awaiting deliver_sm_resp (by sequence number)
+	moWait  map[uint32]chan Status // MO parts sent, awaiting deliver_sm_resp
 	closed  bool
 	kick    chan struct{}
 }
@@ -268,6 +270,7 @@ func (c *smscConn) handle(p *PDU) bool {
 			s.binds.Add(1)
 			resp.SystemID = "tumasmsc"
 			if p.ID != BindTransmitter {
+				c.rx.Store(true)
 				defer c.adopt()
 			}
 		}
@@ -297,6 +300,9 @@ func (c *smscConn) handle(p *PDU) bool {
 		}
 		resp.MessageID, resp.MessageState = p.MessageID, st
 	case DeliverSMResp:
+		if c.moAnswered(p) {
+			return false
+		}
 		c.mu.Lock()
 		r, ok := c.unacked[p.Seq]
 		delete(c.unacked, p.Seq)

@@ -29,6 +29,7 @@ const (
 	StatusInvDstNPI   Status = 0x51 // ESME_RINVDSTNPI
 	StatusThrottled   Status = 0x58 // ESME_RTHROTTLED: transient, slow down
 	StatusXTAppn      Status = 0x64 // ESME_RX_T_APPN: the receiver asks for a resend later
+	StatusXPAppn      Status = 0x65 // ESME_RX_P_APPN: the receiver will never take it
 	StatusQueryFail   Status = 0x67 // ESME_RQUERYFAIL
 	StatusUnknownErr  Status = 0xFF // ESME_RUNKNOWNERR
 )
@@ -41,7 +42,7 @@ var statusNames = map[Status]string{
 	StatusInvSysID: "ESME_RINVSYSID", StatusMsgQFul: "ESME_RMSGQFUL", StatusInvESMClass: "ESME_RINVESMCLASS",
 	StatusSubmitFail: "ESME_RSUBMITFAIL", StatusInvSrcTON: "ESME_RINVSRCTON", StatusInvSrcNPI: "ESME_RINVSRCNPI",
 	StatusInvDstTON: "ESME_RINVDSTTON", StatusInvDstNPI: "ESME_RINVDSTNPI", StatusThrottled: "ESME_RTHROTTLED",
-	StatusXTAppn: "ESME_RX_T_APPN", StatusQueryFail: "ESME_RQUERYFAIL", StatusUnknownErr: "ESME_RUNKNOWNERR",
+	StatusXTAppn: "ESME_RX_T_APPN", StatusXPAppn: "ESME_RX_P_APPN", StatusQueryFail: "ESME_RQUERYFAIL", StatusUnknownErr: "ESME_RUNKNOWNERR",
 }
 
 func (s Status) String() string {

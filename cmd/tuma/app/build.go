@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -179,6 +180,10 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	hooks := apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
 		Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake})
 	suppress := suppressions.New(suppressions.Deps{Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan})
+	inbox := inbound.New(inbound.Options{Simulated: a.simControl() != nil}, inbound.Deps{Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan})
+	if a.smpp != nil {
+		a.smpp.Inbound(inboundFromSMPP(inbox))
+	}
 	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book,
 		campaigns: drives, sms: sending, webhooks: hooks, accounts: acct, suppress: suppress})
 	if err != nil {
@@ -200,7 +205,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		money,
 		hooks,
 		suppress,
-		inbound.New(inbound.Options{Simulated: a.simControl() != nil}, inbound.Deps{Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan}),
+		inbox,
 		notifications.New(a.store),
 		admin.New(a.simControl()),
 		sandbox.New(sandbox.Options{On: sandboxOn, Secret: cfg.PaymentSecretKey, PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
@@ -208,6 +213,19 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		operations,
 		dashboard,
 	)
+}
+
+// inboundFromSMPP hands the networks' mobile-originated messages to the inbox, the way the
+// simulator's endpoint hands its own: stored for the account owning the number, keywords acted
+// on and the tenant told, before the SMSC is answered.
+func inboundFromSMPP(inbox *inbound.Handler) smpplink.InboundSink {
+	return func(ctx context.Context, n carriers.Network, m smpp.MO) error {
+		_, err := inbox.ReceiveFrom(ctx, m.Source, m.Dest, n, m.Text)
+		if errors.Is(err, inbound.ErrUnreadableAddress) {
+			return fmt.Errorf("%w: %w", smpp.ErrMORefused, err)
+		}
+		return err
+	}
 }
 
 // simControl is the operators' handle on the simulated networks; none in production or on

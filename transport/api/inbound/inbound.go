@@ -1,6 +1,6 @@
 // Package inbound is two-way messaging over the API (CONTRACT §15): the short codes and long
 // numbers operators give accounts, the messages subscribers send to them (the simulator's
-// POST /admin/sim/inbound now, SMPP deliver_sm later) and each account's inbox. A message
+// POST /admin/sim/inbound, and SMPP deliver_sm through ReceiveFrom) and each account's inbox. A message
 // that begins with STOP (or a synonym) suppresses its sender for the account, START lifts
 // that; the tenant actor holds the list in memory, so every such change is handed to it
 // before the message is answered.
@@ -220,6 +220,26 @@ func (h *Handler) Receive(ctx context.Context, in persistence.NewInbound) (persi
 		}
 	}
 	return r, nil
+}
+
+// ErrUnreadableAddress is a network's message whose sender is no Kenyan mobile number or
+// whose destination no short code or long number: it can never be stored.
+var ErrUnreadableAddress = errors.New("inbound: unreadable address")
+
+// ReceiveFrom is Receive for a message a network delivered (an SMPP deliver_sm), with its
+// addresses as the network wrote them: the sender a mobile number in any accepted form
+// (254712345678, 0712345678), the destination a short code or long number. network is the
+// one that delivered it, which a ported number's prefix may not tell.
+func (h *Handler) ReceiveFrom(ctx context.Context, from, to string, network carriers.Network, text string) (persistence.InboundResult, error) {
+	nsn, _, ok := h.parsePhone(from)
+	if !ok {
+		return persistence.InboundResult{}, fmt.Errorf("sender %q: %w", from, ErrUnreadableAddress)
+	}
+	number, ok := h.parseNumber(to)
+	if !ok {
+		return persistence.InboundResult{}, fmt.Errorf("destination %q: %w", to, ErrUnreadableAddress)
+	}
+	return h.Receive(ctx, persistence.NewInbound{From: nsn, To: number, Network: network, Text: text})
 }
 
 // SimInput is the body of POST /admin/sim/inbound.

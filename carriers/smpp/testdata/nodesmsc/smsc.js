@@ -171,7 +171,38 @@ rl.on('line', function (line) {
     emit(Object.assign({ event: 'stats', sessions: sessions.size }, stats));
   } else if (cmd === 'quit') {
     process.exit(0);
+  } else if (cmd.startsWith('mo ')) {
+    sendMO(JSON.parse(cmd.slice(3)));
   }
 });
+
+// sendMO delivers a subscriber's message to the first bound session as deliver_sm (esm_class
+// type 0): UCS-2 split every 134 octets (so a surrogate pair may straddle two parts, as some
+// SMSCs do) tied by an 8-bit UDH reference ('udh'), a 16-bit one ('udh16') or the SAR TLVs
+// ('sar'); each part's deliver_sm_resp status is an 'mo_resp' event.
+let moRef = 0;
+function sendMO(m) {
+  const target = [...sessions].find((s) => bound(s) && !s.tumaClosed);
+  if (!target) { emit({ event: 'mo_dropped' }); return; }
+  const body = Buffer.from(m.text, 'utf16le').swap16();
+  const chunks = [];
+  for (let i = 0; i < body.length; i += 134) chunks.push(body.slice(i, i + 134));
+  const ref = ++moRef;
+  chunks.forEach(function (chunk, i) {
+    const opts = { source_addr_ton: 1, source_addr_npi: 1, source_addr: m.from, dest_addr_ton: 3, dest_addr_npi: 0,
+      destination_addr: m.to, esm_class: 0, data_coding: 8, short_message: chunk };
+    if (chunks.length > 1 && m.concat === 'sar') {
+      opts.sar_msg_ref_num = ref; opts.sar_total_segments = chunks.length; opts.sar_segment_seqnum = i + 1;
+    } else if (chunks.length > 1) {
+      const udh = m.concat === 'udh16' ? Buffer.from([6, 8, 4, ref >> 8, ref & 0xff, chunks.length, i + 1])
+        : Buffer.from([5, 0, 3, ref & 0xff, chunks.length, i + 1]);
+      opts.esm_class = 0x40;
+      opts.short_message = Buffer.concat([udh, chunk]);
+    }
+    target.deliver_sm(opts, function (resp) {
+      emit({ event: 'mo_resp', from: m.from, part: i + 1, of: chunks.length, status: resp.command_status });
+    });
+  });
+}
 if (!args['no-stdin']) rl.on('close', function () { process.exit(0); });
 process.on('SIGTERM', function () { process.exit(0); });
