@@ -45,7 +45,7 @@ type Options struct {
 	InFlight     int             // requests in flight from this node (default 64)
 	Timeout      time.Duration   // an attempt succeeds with a 2xx within this (default 10 s)
 	Lease        time.Duration   // a claimed delivery is this node's for this long (default 1 minute)
-	FailingLimit time.Duration   // an endpoint with no success for this long is disabled (default 72 h)
+	FailingLimit time.Duration   // an endpoint with no success for this long is disabled (default 72 h; negative: never)
 	Retention    time.Duration   // finished deliveries are kept this long (default 30 days)
 	MaxRetryWait time.Duration   // the longest Retry-After honoured (default 24 h)
 	UserAgent    string          // default Tuma-Webhooks/dev
@@ -71,7 +71,7 @@ func (o Options) withDefaults() Options {
 		o.Lease = time.Minute
 	}
 	o.Lease = max(o.Lease, 2*o.Timeout)
-	if o.FailingLimit <= 0 {
+	if o.FailingLimit == 0 {
 		o.FailingLimit = 72 * time.Hour
 	}
 	if o.Retention <= 0 {

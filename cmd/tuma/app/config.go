@@ -102,6 +102,7 @@ type Config struct {
 	WebhookAllowPrivate bool            // webhooks may go to http:// and private addresses (tests, development)
 	WebhookSecretKey    string          // seals webhook secrets at rest; "" derives one from JWTSecret
 	WebhookLanes        int             // requests in flight per webhook endpoint
+	WebhookDisableAfter time.Duration   // an endpoint failing this long is disabled (0: never)
 
 	// publicDerived and dashboardDerived: the URLs were not configured and follow the address
 	// the node listens on (see resolveListener).

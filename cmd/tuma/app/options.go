@@ -264,6 +264,7 @@ func options() []option {
 				return nil
 			},
 			func(c *Config) string { return c.WebhookSecretKey }},
+		durationOption("TUMA_WEBHOOK_DISABLE_AFTER", "72h", "a webhook endpoint whose every delivery has failed for this long is disabled and its account notified (0: never)", func(c *Config) *time.Duration { return &c.WebhookDisableAfter }, durationOrZero),
 		intOption("TUMA_WEBHOOK_CONCURRENCY", "4", "webhook requests in flight per endpoint, across nodes (a slow endpoint holds only these)", func(c *Config) *int { return &c.WebhookLanes }, 1, 64),
 		{"TUMA_TRUSTED_PROXIES", "", "comma-separated IPs or CIDRs of your reverse proxies: only requests from them have X-Forwarded-For read, right to left, for the client IP (unset: the peer address is the client)", false,
 			func(c *Config, v string) error { return prefixes(&c.TrustedProxies, v) },

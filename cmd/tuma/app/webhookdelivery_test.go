@@ -273,3 +273,41 @@ func TestWebhookReceiverAnswers(t *testing.T) {
 		}
 	})
 }
+
+// An endpoint whose every delivery fails for TUMA_WEBHOOK_DISABLE_AFTER is disabled, its
+// deliveries stop and its account is told.
+func TestWebhookFailingEndpointIsDisabled(t *testing.T) {
+	n := startNode(t, hookEnv("TUMA_WEBHOOK_DISABLE_AFTER", "1s", "TUMA_WEBHOOK_RETRY_SCHEDULE", "300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms"))
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(http.StatusInternalServerError) })
+	a := n.register("failing@example.com")
+	id, _ := n.hook(a, rc.srv.URL, "*")
+	n.do("POST", "/webhooks/"+id+"/test", nil, key(a)...)
+	deadline := time.Now().Add(20 * time.Second)
+	var ep map[string]any
+	for {
+		ep = n.do("GET", "/webhooks/"+id, nil, key(a)...).json(t)
+		if ep["enabled"] == false || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ep["enabled"] != false || !strings.Contains(fmt.Sprint(ep["disabled_reason"]), "failed for 1s") {
+		t.Fatalf("endpoint after failing past the limit: %v; want disabled, saying why", ep)
+	}
+	attempts := len(rc.deliveries())
+	if attempts < 2 {
+		t.Errorf("%d attempts before it was disabled; want a retry at least", attempts)
+	}
+	if got := n.sqlInt(`SELECT count(*) FROM notifications WHERE account_id = $1 AND type = 'webhook_disabled'`, a.ID); got != 1 {
+		t.Errorf("%d webhook_disabled notifications; want 1", got)
+	}
+	// Disabled: nothing more is attempted, even a new test event.
+	n.do("POST", "/webhooks/"+id+"/test", nil, key(a)...)
+	settle := time.Now().Add(time.Second)
+	for time.Now().Before(settle) {
+		if len(rc.deliveries()) != attempts {
+			t.Fatalf("an attempt reached a disabled endpoint")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -47,12 +47,17 @@ func (a *App) webhookWorkers() []actors.Worker {
 	if a.webhookMetrics == nil { // registered once, whatever happens to this node's boot
 		a.webhookMetrics = webhooks.NewMetrics(a.registry)
 	}
+	failing := a.cfg.WebhookDisableAfter
+	if failing == 0 {
+		failing = -1 // never: the deliverer's zero is its default
+	}
 	d := webhooks.New(a.store, webhooks.Options{
-		Schedule:  a.cfg.WebhookSchedule,
-		Lanes:     a.cfg.WebhookLanes,
-		UserAgent: userAgent(),
-		Policy:    webhooks.Policy{AllowPrivate: a.cfg.WebhookAllowPrivate},
-		Wake:      func() { a.engine.Wake(workerWebhooks) },
+		Schedule:     a.cfg.WebhookSchedule,
+		Lanes:        a.cfg.WebhookLanes,
+		FailingLimit: failing,
+		UserAgent:    userAgent(),
+		Policy:       webhooks.Policy{AllowPrivate: a.cfg.WebhookAllowPrivate},
+		Wake:         func() { a.engine.Wake(workerWebhooks) },
 	}, a.log, a.webhookMetrics)
 	a.store.OnWebhookEvents(func() { a.engine.Wake(workerWebhooks) })
 	ctx, cancel := context.WithCancel(context.Background())
