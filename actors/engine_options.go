@@ -43,8 +43,13 @@ type Options struct {
 	// BulkYield: how long links hold off taking submits while a send of bulkRecipients or more
 	// is being accepted, at most half of any stretch (0: never).
 	BulkYield time.Duration
-	Links     map[carriers.Network]LinkOptions
-	Faults    Faults // deliberate defects, for the drills' own tests only (faults_on.go)
+	// Now is the clock that places promotional messages in or out of quiet hours (time.Now).
+	Now func() time.Time
+	// QuietCheck: how often a tenant looks at its quiet hours between their edges, which it
+	// also wakes at (30s): a clock that jumps is noticed within it.
+	QuietCheck time.Duration
+	Links      map[carriers.Network]LinkOptions
+	Faults     Faults // deliberate defects, for the drills' own tests only (faults_on.go)
 }
 
 func (o *Options) setDefaults() {
@@ -81,6 +86,10 @@ func (o *Options) setDefaults() {
 	defDur(&o.SweepInterval, time.Minute)
 	defDur(&o.ProgressInterval, time.Second)
 	defDur(&o.CommandTimeout, 15*time.Second)
+	defDur(&o.QuietCheck, 30*time.Second)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	links := map[carriers.Network]LinkOptions{}
 	for _, n := range carriers.Networks() {
 		l := o.Links[n]

@@ -24,6 +24,9 @@ type SendRequest struct {
 	Source      string              // api | browser
 	Idempotency *persistence.IdempotencyKey
 	Reference   *string // the caller's correlation id (ValidReference); nil: none
+	// Promotional: marketing (CONTRACT §15): the account's opt-out text is appended, and its
+	// messages wait out the account's quiet hours.
+	Promotional bool
 }
 
 // MaxReferenceLen is the longest reference a send or campaign may carry.
@@ -123,6 +126,7 @@ type CampaignRequest struct {
 	Sender      *persistence.Sender  // an explicit approved sender; nil: the default, else shared
 	Idempotency *persistence.IdempotencyKey
 	Reference   *string // the caller's correlation id (ValidReference); nil: none
+	Promotional bool    // as for SendRequest
 }
 
 // Send prices the send, reserves and debits its cost and records the job durably; it returns

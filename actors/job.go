@@ -54,6 +54,10 @@ type jobState struct {
 	// blocked: its window on a network is used up with more to send (counted in the
 	// engine's jobsBlocked, which tells a link running dry that outcomes are awaited).
 	blocked [carriers.NetworkSlots]bool
+	// quiet: the account's quiet hours when the job started (nil: none); holding: a promotional
+	// job stopping for them (job_hold.go).
+	quiet   *persistence.QuietHours
+	holding bool
 }
 
 // dispatchMsg is a message in flight through the engine, kept compact: the text is shared by
@@ -103,6 +107,12 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		if st.start.inline != nil {
 			msgs := st.start.inline
 			st.start.inline, st.inline = nil, true
+			if j.quietNow() { // its messages wait in the store
+				j.hold(ctx)
+				st.ready = true
+				j.pump(ctx)
+				return
+			}
 			if j.e.mayBeSuppressed(st.job.AccountID, st.start.id, false) {
 				j.screenInline(ctx, msgs)
 				return
@@ -123,6 +133,9 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		j.load(ctx)
 	case *cancelJob:
 		j.cancel(ctx)
+		j.pump(ctx)
+	case *holdJob:
+		j.hold(ctx)
 		j.pump(ctx)
 	case *remainderCancelled:
 		j.remainderSettled(ctx, msg)
@@ -200,6 +213,9 @@ func (j *jobActor) ready(ctx actor.Context, msg *jobReady) {
 	if st.cancelled {
 		j.cancel(ctx)
 	}
+	if st.holding || j.quietNow() {
+		j.hold(ctx)
+	}
 	j.askAbout(msg.pending)
 	j.pump(ctx)
 }
@@ -259,6 +275,10 @@ func (j *jobActor) pump(ctx actor.Context) {
 	}
 	if done && st.cancelled && !st.settled {
 		j.settleCancelled(ctx)
+		return
+	}
+	if done && st.holding && !st.cancelled {
+		j.held(ctx)
 		return
 	}
 	if done {

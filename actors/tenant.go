@@ -39,6 +39,9 @@ type tenantActor struct {
 	suppressed      suppressedSet
 	suppressChanges []suppressionChange
 	wallet          persistence.WalletSnapshot
+	optOut          string                  // the opt-out text of its promotional messages
+	quiet           *persistence.QuietHours // nil: none
+	quietWatch      quietWatch
 	tier            *string
 	intern          bool
 	// lowAlerted: the account was told its balance is low and has not recovered since.
@@ -153,6 +156,11 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		t.jobDispatched(ctx, msg.id)
 	case *jobHandedOff:
 		t.jobHandedOff(ctx, msg.id)
+	case *jobHeld:
+		t.jobHeld(ctx, msg.id)
+	case *quietTick:
+		t.quietWatch.armed = false
+		t.checkQuiet(ctx)
 	case *lowBalanceWritten:
 		t.lowBalanceWritten(ctx, msg)
 	case *actor.ReceiveTimeout:
@@ -167,7 +175,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 // idle reports a tenant with nothing in hand, which may stop until it is needed again.
 func (t *tenantActor) idle() bool {
 	return t.loaded && t.pending.accepting == 0 && len(t.dispatching) == 0 && len(t.handedOff) == 0 && len(t.waiting) == 0 &&
-		t.resume.done() && len(t.lowWrites) == 0 && len(t.reloaders) == 0
+		t.resume.done() && len(t.lowWrites) == 0 && len(t.reloaders) == 0 && !t.quietWatch.held
 }
 
 func (t *tenantActor) load(ctx actor.Context) {
@@ -218,9 +226,16 @@ func (t *tenantActor) loadedState(ctx actor.Context, msg *tenantLoaded) {
 	st := msg.state
 	t.company, t.sender, t.tier, t.intern = st.CompanyName, st.DefaultSender, st.PricingTier, st.Internal
 	t.lowAlerted = st.LowBalanceAlerted
+	t.optOut, t.quiet = st.OptOutText, st.Quiet
 	t.adoptSuppressed(st.Suppressed, msg.gen)
 	t.adopt(st.Wallet)
+	first := !t.loaded
 	t.loaded = true
+	t.checkQuiet(ctx)
+	if first { // jobs start once the quiet hours are known
+		t.readOpenJobs(ctx)
+		t.startJobs(ctx)
+	}
 	stash := t.stash
 	t.stash = nil
 	for _, s := range stash {

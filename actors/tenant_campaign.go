@@ -47,7 +47,7 @@ func RenderMergeTags(template, first, last string) string {
 // campaignText is what a contact of a campaign receives: the network's prefix, then the
 // template with the contact's names. The same function prices it and sends it.
 func campaignText(j persistence.NewJob, v variant, m persistence.Member) string {
-	text := RenderMergeTags(j.Message, m.FirstName, m.LastName)
+	text := RenderMergeTags(j.Message, m.FirstName, m.LastName) + j.OptOut
 	if v.prefixed {
 		text = j.SharedPrefix + text
 	}
@@ -66,6 +66,9 @@ func (t *tenantActor) campaign(ctx actor.Context, cmd *campaignCmd, reply *actor
 	job, pricing, lifetime := t.newJob(req.Sender, len(audience))
 	job.CampaignID, job.Campaign, job.Source, job.Message, job.Idempotency = &c.ID, &c, "campaign", c.Template, req.Idempotency
 	job.Reference, job.Suppressed = req.Reference, suppressed
+	if req.Promotional {
+		job.Promotional, job.OptOut = true, t.optOutSuffix(c.Template)
+	}
 	vars := variantsOf(job)
 	for _, m := range audience {
 		job.Units += int64(carriers.Segment(campaignText(job, vars[m.Network], m)).Parts)

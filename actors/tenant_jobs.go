@@ -22,6 +22,7 @@ type (
 	// openJobsRead is a page of the tenant's unfinished jobs, read to resume them.
 	openJobsRead struct {
 		ids   []uuid.UUID
+		held  bool // promotional jobs were left out (quiet hours) and some exist
 		err   error
 		epoch int64
 	}
@@ -46,11 +47,13 @@ type jobStart struct {
 // resumeState walks the account's unfinished jobs of earlier runs: those accepted before
 // this incarnation started, in id order, a page at a time as dispatch slots free up.
 type resumeState struct {
-	before  uuid.UUID          // jobs accepted from now on are this incarnation's own
-	after   uuid.UUID          // the walk's cursor
-	more    bool               // the store may hold more
-	reading bool               // a page is being read
-	seen    map[uuid.UUID]bool // jobs from before `before` started by this incarnation, never twice
+	before  uuid.UUID // jobs accepted from now on are this incarnation's own
+	after   uuid.UUID // the walk's cursor
+	more    bool      // the store may hold more
+	reading bool      // a page is being read
+	again   bool      // walk again once this walk ends (the quiet hours ended meanwhile)
+	// seen: the jobs queued or running here, so that a walk queues none of them twice.
+	seen map[uuid.UUID]bool
 }
 
 func (r *resumeState) done() bool { return !r.more && !r.reading }
@@ -64,17 +67,36 @@ func (t *tenantActor) startResume(ctx actor.Context) {
 	t.readOpenJobs(ctx)
 }
 
+// readOpenJobs reads the walk's next page once the account is loaded: inside its quiet hours
+// the walk leaves its promotional jobs in the store, and notes that it did.
 func (t *tenantActor) readOpenJobs(ctx actor.Context) {
 	r := &t.resume
-	if !r.more || r.reading {
+	if !r.more || r.reading || !t.loaded {
 		return
 	}
 	r.reading = true
 	self, root, id, after, before, limit, epoch := ctx.Self(), t.e.root, t.id, r.after, r.before, t.resumePage(), t.epoch
+	promotional := !t.quietNow()
 	t.e.goIO(time.Minute, func(c context.Context) {
-		ids, err := t.e.store.OpenJobs(c, id, after, before, limit)
-		root.Send(self, &openJobsRead{ids: ids, err: err, epoch: epoch})
+		ids, err := t.e.store.OpenJobs(c, id, after, before, limit, promotional)
+		held := false
+		if err == nil && !promotional && after == uuid.Nil {
+			held, err = t.e.store.HeldPromotional(c, id)
+		}
+		root.Send(self, &openJobsRead{ids: ids, held: held, err: err, epoch: epoch})
 	})
+}
+
+// walkAgain walks the unfinished jobs again, from the first: the promotional jobs a walk inside
+// quiet hours left in the store, and those held since, are queued now.
+func (t *tenantActor) walkAgain(ctx actor.Context) {
+	r := &t.resume
+	if !r.done() {
+		r.again = true
+		return
+	}
+	r.before, r.after, r.more, r.again = persistence.NewID(), uuid.Nil, true, false
+	t.readOpenJobs(ctx)
 }
 
 func (t *tenantActor) openJobsRead(ctx actor.Context, msg *openJobsRead) {
@@ -86,9 +108,17 @@ func (t *tenantActor) openJobsRead(ctx actor.Context, msg *openJobsRead) {
 		return
 	}
 	r.more = len(msg.ids) == t.resumePage()
+	if msg.held {
+		t.holdBack(ctx)
+	}
 	for _, id := range msg.ids {
 		r.after = id
-		t.enqueue(jobStart{id: id, resumed: true})
+		if !t.resume.seen[id] {
+			t.enqueue(jobStart{id: id, resumed: true})
+		}
+	}
+	if r.again && !r.more {
+		t.walkAgain(ctx)
 	}
 	t.startJobs(ctx)
 }
@@ -105,11 +135,11 @@ func (t *tenantActor) enqueue(js jobStart) {
 			t.inlineWaiting++
 		}
 	}
+	if t.resume.seen[js.id] {
+		return
+	}
+	t.resume.seen[js.id] = true
 	if bytes.Compare(js.id[:], t.resume.before[:]) < 0 {
-		if t.resume.seen[js.id] {
-			return
-		}
-		t.resume.seen[js.id] = true
 		js.resumed = true
 	}
 	t.waiting = append(t.waiting, js)
@@ -119,15 +149,19 @@ func (t *tenantActor) enqueue(js jobStart) {
 // startJobs spawns waiting jobs while the tenant has dispatch slots, and reads more
 // unfinished jobs when it runs out of waiting ones.
 func (t *tenantActor) startJobs(ctx actor.Context) {
+	if !t.loaded {
+		return // a job's quiet hours come with the account
+	}
 	for len(t.waiting) > 0 && len(t.dispatching) < t.e.opts.MaxDispatchingJob {
 		js := t.waiting[0]
 		t.waiting[0] = jobStart{}
 		t.waiting = t.waiting[1:]
 		t.leftQueue(js)
-		st := &jobState{start: js, tenant: ctx.Self(), cancelled: t.cancelled[js.id]}
+		st := &jobState{start: js, tenant: ctx.Self(), cancelled: t.cancelled[js.id], quiet: t.quiet}
 		pid, err := ctx.SpawnNamed(t.e.props(func() actor.Actor { return &jobActor{e: t.e, st: st} }), "job-"+js.id.String())
 		if err != nil {
 			t.e.log.Debug("job already running", slog.String("job_id", js.id.String()))
+			delete(t.resume.seen, js.id)
 			continue
 		}
 		t.dispatching[js.id] = true
@@ -147,6 +181,7 @@ func (t *tenantActor) leftQueue(js jobStart) {
 }
 
 func (t *tenantActor) jobDispatched(ctx actor.Context, id uuid.UUID) {
+	delete(t.resume.seen, id)
 	delete(t.dispatching, id)
 	delete(t.cancelled, id)
 	delete(t.live, id)

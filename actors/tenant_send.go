@@ -61,6 +61,9 @@ func (t *tenantActor) priceSend(req SendRequest) pricedSend {
 	job, pricing, lifetime := t.newJob(req.Sender, len(to))
 	job.Source, job.Message, job.Idempotency, job.Reference = req.Source, req.Message, req.Idempotency, req.Reference
 	job.Suppressed = suppressed
+	if req.Promotional {
+		job.Promotional, job.OptOut = true, t.optOutSuffix(req.Message)
+	}
 	for _, r := range to {
 		job.NetworkCounts[r.Network]++
 	}
@@ -154,9 +157,9 @@ func newMessage(j persistence.NewJob, v variant, r persistence.Recipient) persis
 func variantsOf(j persistence.NewJob) [carriers.NetworkSlots]variant {
 	var vars [carriers.NetworkSlots]variant
 	for _, n := range carriers.Networks() {
-		text := j.Message
+		text := j.Message + j.OptOut
 		if j.Prefixed[n] {
-			text = j.SharedPrefix + j.Message
+			text = j.SharedPrefix + text
 		}
 		seg := carriers.Segment(text)
 		vars[n] = variant{text: text, sender: j.Senders[n], prefixed: j.Prefixed[n], parts: seg.Parts, encoding: seg.Encoding}
@@ -198,6 +201,10 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 	}
 	if c := req.job.Campaign; c != nil && c.ScheduledAt != nil {
 		return // its job opens when the scheduler finds it due (StartScheduled)
+	}
+	if req.job.Promotional && t.quietNow() {
+		t.holdBack(ctx) // it waits in the store, resumed when the quiet hours end
+		return
 	}
 	if req.epoch != t.epoch {
 		t.enqueue(jobStart{id: req.job.ID, resumed: true})

@@ -228,12 +228,14 @@ func heldClaims(ctx context.Context, tx pgx.Tx, jobs []NewJob) (map[IdempotencyK
 // (StartDueCampaigns).
 func queueOpenJobs(b *pgx.Batch, jobs []NewJob) {
 	ids, accts := make([]uuid.UUID, 0, len(jobs)), make([]uuid.UUID, 0, len(jobs))
+	promo := make([]bool, 0, len(jobs))
 	for _, j := range jobs {
 		if j.Campaign == nil || j.Campaign.ScheduledAt == nil {
-			ids, accts = append(ids, j.ID), append(accts, j.AccountID)
+			ids, accts, promo = append(ids, j.ID), append(accts, j.AccountID), append(promo, j.Promotional)
 		}
 	}
-	b.Queue(`INSERT INTO open_jobs (job_id, account_id) SELECT * FROM unnest($1::uuid[], $2::uuid[])`, ids, accts)
+	b.Queue(`INSERT INTO open_jobs (job_id, account_id, promotional) SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::boolean[])`,
+		ids, accts, promo)
 }
 
 func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
@@ -249,6 +251,8 @@ func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
 		firsts, lasts                 = make([]*uuid.UUID, n), make([]*uuid.UUID, n)
 		refs                          = make([]*string, n)
 		suppressed                    = make([]int32, n)
+		promo                         = make([]bool, n)
+		optOut                        = make([]string, n)
 	)
 	for i, j := range jobs {
 		ids[i], accts[i], campaigns[i] = j.ID, j.AccountID, j.CampaignID
@@ -256,6 +260,7 @@ func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
 		senders[i], prefixed[i] = textArray(j.Senders[1:]), boolArray(j.Prefixed[1:])
 		prices[i], units[i], costs[i], recipsN[i] = j.PriceCents, j.Units, j.CostCents, int64(j.Recipients)
 		pending[i], refs[i], suppressed[i] = j.Pending, j.Reference, int32(j.Suppressed)
+		promo[i], optOut[i] = j.Promotional, j.OptOut
 		counts[i] = intArray(j.NetworkCounts[1:])
 		if len(j.Inline) > 0 {
 			lo, hi := messageRange(j.Inline)
@@ -264,16 +269,17 @@ func queueJobInserts(b *pgx.Batch, jobs []NewJob) {
 	}
 	b.Queue(`INSERT INTO jobs (id, account_id, campaign_id, source, message, shared_prefix, senders, prefixed,
 			price_cents, recipients_count, sms_units, cost_cents, pending_recipients, network_counts, first_message_id, last_message_id,
-			reference, suppressed_count)
+			reference, suppressed_count, promotional, opt_out)
 		SELECT u.id, u.account_id, u.campaign_id, u.source, u.message, u.prefix, u.senders::text[], u.prefixed::boolean[],
-			u.price, u.recipients, u.units, u.cost, u.pending, u.counts::integer[], u.first, u.last, u.reference, u.suppressed
+			u.price, u.recipients, u.units, u.cost, u.pending, u.counts::integer[], u.first, u.last, u.reference, u.suppressed,
+			u.promo, u.opt_out
 		FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 			$9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bytea[], $14::text[], $15::uuid[], $16::uuid[], $17::text[],
-			$18::integer[])
+			$18::integer[], $19::boolean[], $20::text[])
 			AS u(id, account_id, campaign_id, source, message, prefix, senders, prefixed, price, recipients, units, cost, pending, counts,
-				first, last, reference, suppressed)`,
+				first, last, reference, suppressed, promo, opt_out)`,
 		ids, accts, campaigns, sources, msgs, prefixes, senders, prefixed, prices, recipsN, units, costs, pending, counts, firsts, lasts, refs,
-		suppressed)
+		suppressed, promo, optOut)
 }
 
 func queueMessageInserts(b *pgx.Batch, jobs []NewJob) {

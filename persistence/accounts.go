@@ -23,8 +23,10 @@ type Account struct {
 	Status       AccountStatus
 	Verified     bool
 	CreatedAt    time.Time
-	BalanceCents int64 // from the wallet, for the user object
-	TokenVersion int64 // access tokens must carry it; a new password bumps it
+	BalanceCents int64       // from the wallet, for the user object
+	TokenVersion int64       // access tokens must carry it; a new password bumps it
+	OptOutText   string      // appended to its promotional messages
+	Quiet        *QuietHours // when its promotional messages wait; nil: never
 }
 
 // Access is what authenticating a request needs to know about an account: whether it may use
@@ -52,15 +54,21 @@ type NewAccount struct {
 }
 
 const accountColumns = `a.id, a.email, a.password_hash, a.full_name, a.company_name, a.phone, a.business_type,
-	a.country, a.status, a.is_verified, a.created_at, coalesce(w.balance_cents, 0), a.token_version`
+	a.country, a.status, a.is_verified, a.created_at, coalesce(w.balance_cents, 0), a.token_version, a.opt_out_text,
+	a.quiet_start, a.quiet_end`
 
 func scanAccount(row pgx.Row) (Account, error) {
-	var a Account
+	var (
+		a          Account
+		start, end *int16
+	)
 	err := row.Scan(&a.ID, &a.Email, &a.PasswordHash, &a.FullName, &a.CompanyName, &a.Phone,
-		&a.BusinessType, &a.Country, &a.Status, &a.Verified, &a.CreatedAt, &a.BalanceCents, &a.TokenVersion)
+		&a.BusinessType, &a.Country, &a.Status, &a.Verified, &a.CreatedAt, &a.BalanceCents, &a.TokenVersion, &a.OptOutText,
+		&start, &end)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Account{}, ErrNotFound
 	}
+	a.Quiet = quietHours(start, end)
 	return a, err
 }
 
@@ -68,14 +76,17 @@ func scanAccount(row pgx.Row) (Account, error) {
 // A duplicate email (in any case) is ErrEmailTaken.
 func (s *Store) CreateAccount(ctx context.Context, na NewAccount) (Account, error) {
 	id := NewID()
-	var a Account
+	var (
+		a            Account
+		qstart, qend *int16
+	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
 			INSERT INTO accounts (id, email, password_hash, full_name, company_name, phone, business_type, country)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-			RETURNING created_at`,
+			RETURNING created_at, opt_out_text, quiet_start, quiet_end`,
 			id, na.Email, na.PasswordHash, na.FullName, na.CompanyName, na.Phone, na.BusinessType, na.Country,
-		).Scan(&a.CreatedAt)
+		).Scan(&a.CreatedAt, &a.OptOutText, &qstart, &qend)
 		if err != nil {
 			return err
 		}
@@ -101,7 +112,7 @@ func (s *Store) CreateAccount(ctx context.Context, na NewAccount) (Account, erro
 	a.ID, a.Email, a.PasswordHash = id, na.Email, na.PasswordHash
 	a.FullName, a.CompanyName, a.Phone = na.FullName, na.CompanyName, na.Phone
 	a.BusinessType, a.Country = na.BusinessType, na.Country
-	a.Status = StatusActive
+	a.Status, a.Quiet = StatusActive, quietHours(qstart, qend)
 	return a, nil
 }
 
@@ -163,6 +174,10 @@ type ProfileUpdate struct {
 	Phone        *string
 	BusinessType *string
 	Country      *string
+	OptOutText   *string
+	// SetQuiet: change the quiet hours to Quiet (nil turns them off).
+	SetQuiet bool
+	Quiet    *QuietHours
 }
 
 // UpdateProfile changes the given profile fields and returns the updated account.
@@ -174,8 +189,12 @@ func (s *Store) UpdateProfile(ctx context.Context, id uuid.UUID, u ProfileUpdate
 			phone         = coalesce($4, phone),
 			business_type = coalesce($5, business_type),
 			country       = coalesce($6, country),
+			opt_out_text  = coalesce($7, opt_out_text),
+			quiet_start   = CASE WHEN $8 THEN $9::smallint ELSE quiet_start END,
+			quiet_end     = CASE WHEN $8 THEN $10::smallint ELSE quiet_end END,
 			updated_at    = now()
-		WHERE id = $1`, id, u.FullName, u.CompanyName, u.Phone, u.BusinessType, u.Country)
+		WHERE id = $1`, id, u.FullName, u.CompanyName, u.Phone, u.BusinessType, u.Country, u.OptOutText,
+		u.SetQuiet, quietStart(u.Quiet), quietEnd(u.Quiet))
 	if err != nil {
 		return Account{}, fmt.Errorf("update profile: %w", err)
 	}
@@ -303,4 +322,28 @@ func (s *Store) SetStatus(ctx context.Context, id uuid.UUID, status AccountStatu
 		return Account{}, fmt.Errorf("set account status: %w", err)
 	}
 	return s.AccountByID(ctx, id)
+}
+
+// quietHours reads an account's quiet hours columns (both null: none).
+func quietHours(start, end *int16) *QuietHours {
+	if start == nil || end == nil {
+		return nil
+	}
+	return &QuietHours{Start: int(*start), End: int(*end)}
+}
+
+func quietStart(q *QuietHours) *int16 {
+	if q == nil {
+		return nil
+	}
+	v := int16(q.Start)
+	return &v
+}
+
+func quietEnd(q *QuietHours) *int16 {
+	if q == nil {
+		return nil
+	}
+	v := int16(q.End)
+	return &v
 }

@@ -49,6 +49,7 @@ type Campaign struct {
 	StartedAt, CompletedAt   *time.Time
 	Reference                *string // the caller's correlation id, kept with the campaign's job
 	Suppressed               int     // group members left out at creation: on the suppression list
+	Promotional              bool    // its messages carry the opt-out text and wait out quiet hours
 }
 
 // campaignColumns read a campaign with its job's counters as of now: the folded counters plus
@@ -57,7 +58,7 @@ type Campaign struct {
 const campaignColumns = `c.id, c.account_id, c.job_id, c.name, c.message, c.group_id, c.group_name, c.sender_id,
 	c.status, c.scheduled_at, c.total_recipients, j.delivered_count + coalesce(u.delivered, 0),
 	j.failed_count + coalesce(u.failed, 0), c.cost_cents, j.refunded_cents + coalesce(u.refunded, 0),
-	c.created_at, c.started_at, c.completed_at, j.reference, j.suppressed_count`
+	c.created_at, c.started_at, c.completed_at, j.reference, j.suppressed_count, j.promotional`
 
 // campaignsFrom joins an account's ($1) campaigns to their jobs and the jobs' unfolded counts.
 const campaignsFrom = `FROM campaigns c JOIN jobs j ON j.id = c.job_id LEFT JOIN unfolded u ON u.job_id = c.job_id`
@@ -66,7 +67,7 @@ func scanCampaign(row pgx.Row) (Campaign, error) {
 	var c Campaign
 	err := row.Scan(&c.ID, &c.AccountID, &c.JobID, &c.Name, &c.Message, &c.GroupID, &c.GroupName, &c.SenderID,
 		&c.Status, &c.ScheduledAt, &c.TotalRecipients, &c.Delivered, &c.Failed, &c.CostCents, &c.RefundedCents,
-		&c.CreatedAt, &c.StartedAt, &c.CompletedAt, &c.Reference, &c.Suppressed)
+		&c.CreatedAt, &c.StartedAt, &c.CompletedAt, &c.Reference, &c.Suppressed, &c.Promotional)
 	return c, err
 }
 
@@ -128,13 +129,15 @@ func (s *Store) StartDueCampaigns(ctx context.Context, now time.Time, limit int)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		due = due[:0]
 		rows, err := tx.Query(ctx, `UPDATE campaigns c SET status = 'sending', started_at = $1
-			WHERE c.id IN (SELECT id FROM campaigns WHERE status = 'scheduled' AND scheduled_at <= $1
-				ORDER BY scheduled_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+			WHERE c.id IN (SELECT c2.id FROM campaigns c2 JOIN jobs j ON j.id = c2.job_id JOIN accounts a ON a.id = c2.account_id
+				WHERE c2.status = 'scheduled' AND c2.scheduled_at <= $1
+					AND NOT (j.promotional AND in_quiet_hours(a.quiet_start, a.quiet_end, $1))
+				ORDER BY c2.scheduled_at LIMIT $2 FOR UPDATE OF c2 SKIP LOCKED)
 			RETURNING c.id, c.account_id, c.job_id`, now, limit)
 		if err != nil {
 			return err
 		}
-		var jobs, accts []uuid.UUID
+		var jobs []uuid.UUID
 		for rows.Next() {
 			var d DueCampaign
 			if err := rows.Scan(&d.ID, &d.AccountID, &d.JobID); err != nil {
@@ -142,14 +145,15 @@ func (s *Store) StartDueCampaigns(ctx context.Context, now time.Time, limit int)
 				return err
 			}
 			due = append(due, d)
-			jobs, accts = append(jobs, d.JobID), append(accts, d.AccountID)
+			jobs = append(jobs, d.JobID)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil || len(due) == 0 {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO open_jobs (job_id, account_id) SELECT * FROM unnest($1::uuid[], $2::uuid[])
-			ON CONFLICT DO NOTHING`, jobs, accts)
+		_, err = tx.Exec(ctx, `INSERT INTO open_jobs (job_id, account_id, promotional)
+			SELECT j.id, j.account_id, j.promotional FROM jobs j WHERE j.id = ANY($1::uuid[])
+			ON CONFLICT DO NOTHING`, jobs)
 		return err
 	})
 	if err != nil {

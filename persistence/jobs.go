@@ -25,7 +25,7 @@ type JobRecord struct {
 
 const jobColumns = `j.id, j.account_id, j.campaign_id, j.source, j.message, j.shared_prefix, j.senders, j.prefixed,
 	j.price_cents, j.recipients_count, j.sms_units, j.cost_cents, j.pending_recipients, j.status, j.created_at, j.expanded,
-	j.reference, coalesce((SELECT c.status = 'cancelled' FROM campaigns c WHERE c.job_id = j.id), false)`
+	j.reference, coalesce((SELECT c.status = 'cancelled' FROM campaigns c WHERE c.job_id = j.id), false), j.promotional, j.opt_out`
 
 func scanJob(row pgx.Row) (JobRecord, error) {
 	var (
@@ -34,7 +34,8 @@ func scanJob(row pgx.Row) (JobRecord, error) {
 		prefixed []bool
 	)
 	err := row.Scan(&j.ID, &j.AccountID, &j.CampaignID, &j.Source, &j.Message, &j.SharedPrefix, &senders, &prefixed,
-		&j.PriceCents, &j.Recipients, &j.Units, &j.CostCents, &j.Pending, &j.Status, &j.CreatedAt, &j.Expanded, &j.Reference, &j.Cancelled)
+		&j.PriceCents, &j.Recipients, &j.Units, &j.CostCents, &j.Pending, &j.Status, &j.CreatedAt, &j.Expanded, &j.Reference, &j.Cancelled,
+		&j.Promotional, &j.OptOut)
 	if err != nil {
 		return JobRecord{}, err
 	}
@@ -57,10 +58,11 @@ func (s *Store) JobRecord(ctx context.Context, id uuid.UUID) (JobRecord, error) 
 
 // OpenJobs lists up to limit of an account's unfinished jobs with ids in (after, before),
 // oldest first: a tenant resumes its work a page at a time, so its backlog never decides how
-// much memory it takes.
-func (s *Store) OpenJobs(ctx context.Context, accountID, after, before uuid.UUID, limit int) ([]uuid.UUID, error) {
+// much memory it takes. Inside the account's quiet hours it leaves out the promotional ones
+// (promotional false).
+func (s *Store) OpenJobs(ctx context.Context, accountID, after, before uuid.UUID, limit int, promotional bool) ([]uuid.UUID, error) {
 	rows, err := s.pool.Query(ctx, `SELECT job_id FROM open_jobs WHERE account_id = $1 AND job_id > $2 AND job_id < $3
-		ORDER BY job_id LIMIT $4`, accountID, after, before, limit)
+		AND (NOT promotional OR $5) ORDER BY job_id LIMIT $4`, accountID, after, before, limit, promotional)
 	if err != nil {
 		return nil, fmt.Errorf("open jobs: %w", err)
 	}
@@ -69,6 +71,17 @@ func (s *Store) OpenJobs(ctx context.Context, accountID, after, before uuid.UUID
 		return nil, fmt.Errorf("open jobs: %w", err)
 	}
 	return ids, nil
+}
+
+// HeldPromotional reports whether the account has unfinished promotional jobs: a tenant that
+// resumed without them inside its quiet hours must wake when they end.
+func (s *Store) HeldPromotional(ctx context.Context, accountID uuid.UUID) (bool, error) {
+	var held bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM open_jobs WHERE account_id = $1 AND promotional)`, accountID).Scan(&held)
+	if err != nil {
+		return false, fmt.Errorf("held promotional jobs: %w", err)
+	}
+	return held, nil
 }
 
 // AccountsWithOpenJobs lists up to limit accounts with unfinished jobs, after the given one in
@@ -108,6 +121,10 @@ type NewJob struct {
 	Campaign      *NewCampaign    // the campaign this job sends (Pending is then EncodeAudience)
 	Reference     *string         // the caller's correlation id (ValidReference), shown with every message
 	Suppressed    int             // recipients left out as suppressed (not in Recipients)
+	// Promotional: held in the account's quiet hours, its text ending in OptOut (the account's
+	// opt-out instruction with its leading space, or "" when the text already carried it).
+	Promotional bool
+	OptOut      string
 }
 
 // ExpandJob writes message rows of a job accepted with pending recipients: the pending

@@ -90,7 +90,7 @@ type Message struct {
 }
 
 const messageColumns = `m.id, m.job_id, m.account_id, m.campaign_id, m.recipient, m.network, m.sender,
-	coalesce(m.body, CASE WHEN m.prefixed THEN j.shared_prefix ELSE '' END || j.message),
+	coalesce(m.body, CASE WHEN m.prefixed THEN j.shared_prefix ELSE '' END || j.message || j.opt_out),
 	m.parts, m.encoding, m.cost_cents, m.status, m.provider_status, m.provider_message_id, j.source,
 	m.created_at, m.sent_at, m.delivered_at, m.failed_at, j.reference`
 

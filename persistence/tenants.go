@@ -33,7 +33,9 @@ type TenantState struct {
 	DefaultSender *Sender
 	// LowBalanceAlerted: the account was told its balance is low and has not recovered since.
 	LowBalanceAlerted bool
-	Suppressed        []uint32 // the account's suppressed numbers (NSNs), sorted
+	Suppressed        []uint32    // the account's suppressed numbers (NSNs), sorted
+	OptOutText        string      // appended to its promotional messages
+	Quiet             *QuietHours // when its promotional messages wait; nil: never
 }
 
 // TenantState loads an account's wallet, pricing and default sender.
@@ -42,20 +44,22 @@ func (s *Store) TenantState(ctx context.Context, id uuid.UUID) (TenantState, err
 	var (
 		sid             *uuid.UUID
 		sname, snetwork *string
+		qstart, qend    *int16
 	)
 	err := s.pool.QueryRow(ctx, `
 		SELECT a.company_name, w.balance_cents, w.version, w.lifetime_sms, w.pricing_tier, w.is_internal,
-			w.low_balance_alerted, d.id, d.name, d.network
+			w.low_balance_alerted, d.id, d.name, d.network, a.opt_out_text, a.quiet_start, a.quiet_end
 		FROM accounts a JOIN wallets w ON w.account_id = a.id
 		LEFT JOIN sender_ids d ON d.account_id = a.id AND d.is_default AND d.status = 'approved' AND d.is_active
 		WHERE a.id = $1`, id).Scan(&st.CompanyName, &st.Wallet.BalanceCents, &st.Wallet.Version, &st.Wallet.LifetimeSMS,
-		&st.PricingTier, &st.Internal, &st.LowBalanceAlerted, &sid, &sname, &snetwork)
+		&st.PricingTier, &st.Internal, &st.LowBalanceAlerted, &sid, &sname, &snetwork, &st.OptOutText, &qstart, &qend)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TenantState{}, ErrNotFound
 	}
 	if err != nil {
 		return TenantState{}, fmt.Errorf("tenant state: %w", err)
 	}
+	st.Quiet = quietHours(qstart, qend)
 	if sid != nil {
 		st.DefaultSender = &Sender{ID: *sid, Name: *sname, Network: *snetwork}
 	}

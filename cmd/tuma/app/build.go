@@ -312,6 +312,8 @@ func (a *App) startEngine(ctx context.Context) error {
 		CampaignWindow:  cfg.CampaignWindow,
 		JobWindow:       jobWindow(cfg.JobWindow),
 		BulkYield:       cfg.BulkAcceptYield,
+		Now:             a.now,
+		QuietCheck:      cfg.QuietHoursCheck,
 		Links:           links,
 	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: cs})
 	if err != nil {

@@ -87,6 +87,7 @@ type Config struct {
 	LinkTPS         PerNetwork
 	LinkWindow      int
 	BulkAcceptYield time.Duration // 0: links never give way to a bulk accept
+	QuietHoursCheck time.Duration
 	ReceiptTimeout  time.Duration
 	ReceiptDeadline time.Duration
 	Faults          Faults

@@ -148,9 +148,16 @@ type userJSON struct {
 	IsActive     bool          `json:"is_active"`
 	IsVerified   bool          `json:"is_verified"`
 	Wallet       walletLite    `json:"wallet"`
+	OptOutText   string        `json:"opt_out_text"` // appended to promotional messages
+	QuietHours   *quietJSON    `json:"quiet_hours"`  // when promotional messages wait; null: never
 	CreatedAt    api.Timestamp `json:"created_at"`
 	APIKey       string        `json:"api_key,omitempty"`        // register only
 	APIKeyPrefix string        `json:"api_key_prefix,omitempty"` // register only
+}
+
+type quietJSON struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
 }
 
 type walletLite struct {
@@ -162,7 +169,15 @@ func newUserJSON(a persistence.Account) userJSON {
 		ID: a.ID, Email: a.Email, FullName: a.FullName, CompanyName: a.CompanyName, Phone: a.Phone,
 		BusinessType: a.BusinessType, Country: a.Country, IsActive: a.Active(), IsVerified: a.Verified,
 		Wallet: walletLite{BalanceKES: api.KES(a.BalanceCents)}, CreatedAt: api.Timestamp(a.CreatedAt),
+		OptOutText: a.OptOutText, QuietHours: newQuietJSON(a.Quiet),
 	}
+}
+
+func newQuietJSON(q *persistence.QuietHours) *quietJSON {
+	if q == nil {
+		return nil
+	}
+	return &quietJSON{Start: persistence.FormatClock(q.Start), End: persistence.FormatClock(q.End)}
 }
 
 type tokenPair struct {

@@ -115,6 +115,8 @@ func parseProfile(body []byte, plan *carriers.Plan) (persistence.ProfileUpdate, 
 		Phone        *string         `json:"phone"`
 		BusinessType *string         `json:"business_type"`
 		Country      *string         `json:"country"`
+		OptOutText   *string         `json:"opt_out_text"`
+		QuietHours   json.RawMessage `json:"quiet_hours"`
 	}
 	if err := api.ParseJSON(body, &in); err != nil {
 		return persistence.ProfileUpdate{}, err
@@ -135,6 +137,11 @@ func parseProfile(body []byte, plan *carriers.Plan) (persistence.ProfileUpdate, 
 		CompanyName:  text("company_name", in.CompanyName, 1, 60),
 		BusinessType: text("business_type", in.BusinessType, 0, 60),
 		Country:      text("country", in.Country, 0, 60),
+		OptOutText:   text("opt_out_text", in.OptOutText, 1, 60),
+	}
+	if in.QuietHours != nil {
+		u.SetQuiet = true
+		u.Quiet = parseQuietHours(&fe, in.QuietHours)
 	}
 	if in.Phone != nil {
 		p := normalizePhone(&fe, "phone", *in.Phone, plan)
@@ -266,4 +273,35 @@ func normalizePhone(fe *api.FieldErrors, field, raw string, plan *carriers.Plan)
 		return raw
 	}
 	return n.E164
+}
+
+// parseQuietHours reads {"start":"HH:MM","end":"HH:MM"} (Nairobi's clock), or null: none.
+func parseQuietHours(fe *api.FieldErrors, raw json.RawMessage) *persistence.QuietHours {
+	if string(raw) == "null" {
+		return nil
+	}
+	var in struct {
+		Start *string `json:"start"`
+		End   *string `json:"end"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		fe.Add("quiet_hours", `must be {"start":"HH:MM","end":"HH:MM"} (Africa/Nairobi), or null to turn them off`)
+		return nil
+	}
+	clock := func(field string, v *string) int {
+		if v == nil {
+			fe.Add(field, "is required: a time of day as HH:MM (Africa/Nairobi)")
+			return 0
+		}
+		m, err := persistence.ParseClock(*v)
+		if err != nil {
+			fe.Add(field, "must be a time of day as HH:MM, 00:00 to 23:59 (Africa/Nairobi)")
+		}
+		return m
+	}
+	q := persistence.QuietHours{Start: clock("quiet_hours.start", in.Start), End: clock("quiet_hours.end", in.End)}
+	if in.Start != nil && in.End != nil && *in.Start == *in.End {
+		fe.Add("quiet_hours.end", "must differ from start; send null to turn quiet hours off")
+	}
+	return &q
 }

@@ -102,6 +102,7 @@ type campaignJSON struct {
 	StartedAt       *api.Timestamp `json:"started_at"`
 	CompletedAt     *api.Timestamp `json:"completed_at"`
 	Reference       *string        `json:"reference"` // the caller's correlation id, on every message too
+	Category        string         `json:"category"`  // transactional | promotional
 }
 
 // DeliveryRate is delivered ÷ recipients × 100, to one decimal (CONTRACT §7).
@@ -118,7 +119,7 @@ func newCampaignJSON(c persistence.Campaign) campaignJSON {
 		TotalRecipients: c.TotalRecipients, SuppressedCount: c.Suppressed, TotalDelivered: c.Delivered, TotalFailed: c.Failed,
 		CostKES: api.KES(c.CostCents), DeliveryRate: DeliveryRate(c.Delivered, c.TotalRecipients),
 		CreatedAt: api.Timestamp(c.CreatedAt), StartedAt: api.TimestampOf(c.StartedAt), CompletedAt: api.TimestampOf(c.CompletedAt),
-		Reference: c.Reference}
+		Reference: c.Reference, Category: api.CategoryOf(c.Promotional)}
 }
 
 func (h *Handler) createCampaign(ctx context.Context, rc *fasthttp.RequestCtx) error {
@@ -159,7 +160,8 @@ func (h *Handler) replayCampaign(ctx context.Context, accountID, id uuid.UUID) (
 
 func (h *Handler) createCampaignOnce(ctx context.Context, accountID uuid.UUID, in campaignInput, key *persistence.IdempotencyKey) (uuid.UUID, error) {
 	req := actors.CampaignRequest{AccountID: accountID, Idempotency: key, Reference: in.reference, Campaign: persistence.NewCampaign{
-		ID: persistence.NewID(), Name: in.name, Template: in.message, GroupID: in.groupID, ScheduledAt: in.scheduledAt}}
+		ID: persistence.NewID(), Name: in.name, Template: in.message, GroupID: in.groupID, ScheduledAt: in.scheduledAt},
+		Promotional: in.promotional}
 	if in.senderID != "" {
 		snd, err := h.store.ApprovedSender(ctx, accountID, in.senderID)
 		if errors.Is(err, persistence.ErrNotFound) {

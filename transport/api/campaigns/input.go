@@ -28,6 +28,7 @@ type Input struct {
 	SenderID    *string `json:"sender_id"`
 	ScheduledAt *string `json:"scheduled_at"`
 	Reference   *string `json:"reference"`
+	Category    *string `json:"category"`
 }
 
 // campaignInput is an Input, checked.
@@ -37,6 +38,7 @@ type campaignInput struct {
 	senderID      string
 	scheduledAt   *time.Time
 	reference     *string
+	promotional   bool
 }
 
 func (h *Handler) parseCampaign(rc *fasthttp.RequestCtx) (campaignInput, error) {
@@ -85,6 +87,13 @@ func (h *Handler) check(in Input) (campaignInput, error) {
 		fe.Add("reference", fmt.Sprintf("must be 1 to %d printable ASCII characters (space to ~)", actors.MaxReferenceLen))
 	}
 	out.reference = in.Reference
+	if in.Category != nil {
+		promo, ok := api.ParseCategory(*in.Category)
+		if !ok {
+			fe.Add("category", api.CategoryMessage)
+		}
+		out.promotional = promo
+	}
 	return out, fe.Err()
 }
 
@@ -114,6 +123,10 @@ func (in Input) fingerprint() []byte {
 		h.Write([]byte{1})
 		h.Write(binary.AppendUvarint(nil, uint64(len(*f))))
 		io.WriteString(h, *f)
+	}
+	if in.Category != nil { // last, and only when given: keys stored before campaigns had one still match
+		h.Write(binary.AppendUvarint(nil, uint64(len(*in.Category))))
+		io.WriteString(h, *in.Category)
 	}
 	return h.Sum(nil)
 }

@@ -91,11 +91,21 @@ func (in SendInput) fingerprint() []byte {
 	}
 	put(in.Message)
 	put(in.SenderID)
+	// One byte says which optional fields follow; a send without a category hashes as it did
+	// before sends had one, so keys stored earlier still match their retries.
+	var flags byte
 	if in.Reference != nil {
-		h.Write([]byte{1})
+		flags |= 1
+	}
+	if in.Category != "" {
+		flags |= 2
+	}
+	h.Write([]byte{flags})
+	if in.Reference != nil {
 		put(*in.Reference)
-	} else {
-		h.Write([]byte{0})
+	}
+	if in.Category != "" {
+		put(in.Category)
 	}
 	for _, r := range in.Recipients {
 		put(r)

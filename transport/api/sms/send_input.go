@@ -42,6 +42,7 @@ type SendInput struct {
 	Message    string
 	SenderID   string  // an approved sender ID of the account, by id or name; "": the default, else the shared one
 	Reference  *string // the caller's correlation id (1-64 printable ASCII); nil: none
+	Category   string  // transactional (also ""), or promotional
 
 	// decoded holds a JSON body's recipients, parsed while the body was decoded (Recipients is
 	// then unused): a 10,000-number send is mostly that array, and going through []string
@@ -57,6 +58,7 @@ func decodeSend(body []byte, plan *carriers.Plan) (SendInput, error) {
 		Message    *string       `json:"message"`
 		SenderID   *string       `json:"sender_id"`
 		Reference  *string       `json:"reference"`
+		Category   *string       `json:"category"`
 	}
 	in.Recipients.plan = plan
 	if err := api.ParseJSON(body, &in); err != nil {
@@ -69,17 +71,24 @@ func decodeSend(body []byte, plan *carriers.Plan) (SendInput, error) {
 	if in.SenderID != nil {
 		out.SenderID = *in.SenderID
 	}
+	if in.Category != nil {
+		out.Category = *in.Category
+		if out.Category == "" { // given, yet empty: not the default
+			out.Category = " "
+		}
+	}
 	return out, nil
 }
 
 // checkedSend is a SendInput that passed its checks.
 type checkedSend struct {
-	recipients []persistence.Recipient // valid, normalised, unique, in first-seen order
-	invalid    []badRecipient          // in the order given (a quote lists them; a send refuses them)
-	duplicates int                     // valid recipients given again (in any form) after their first
-	message    string
-	senderID   string
-	reference  *string
+	recipients  []persistence.Recipient // valid, normalised, unique, in first-seen order
+	invalid     []badRecipient          // in the order given (a quote lists them; a send refuses them)
+	duplicates  int                     // valid recipients given again (in any form) after their first
+	message     string
+	senderID    string
+	reference   *string
+	promotional bool
 }
 
 // check validates the input for a send, or for a quote. Every recipient is normalised to
@@ -121,6 +130,13 @@ func (in SendInput) check(plan *carriers.Plan, quote bool) (checkedSend, error) 
 	if in.Reference != nil && !actors.ValidReference(*in.Reference) {
 		fe.Add("reference", fmt.Sprintf("must be 1 to %d printable ASCII characters (space to ~)", actors.MaxReferenceLen))
 	}
+	promotional := false
+	if in.Category != "" {
+		var ok bool
+		if promotional, ok = api.ParseCategory(in.Category); !ok {
+			fe.Add("category", api.CategoryMessage)
+		}
+	}
 	if len(fe) > 0 {
 		return checkedSend{}, fe.Err()
 	}
@@ -128,7 +144,7 @@ func (in SendInput) check(plan *carriers.Plan, quote bool) (checkedSend, error) 
 		return checkedSend{}, rl.refusal()
 	}
 	return checkedSend{recipients: rl.out, invalid: rl.bad, duplicates: rl.dups, message: in.Message,
-		senderID: in.SenderID, reference: in.Reference}, nil
+		senderID: in.SenderID, reference: in.Reference, promotional: promotional}, nil
 }
 
 // badRecipient is a recipient that cannot be sent to.
