@@ -73,7 +73,7 @@ bench: stores build
 	@echo
 	@bench/suite.sh
 
-## drills: the reliability drills (crash, backlog, deps, overload, shutdown) and the security
+## drills: the reliability drills (crash, backlog, deps, overload, shutdown, hooks, quiet) and the security
 ## checks (security) at full size, bin/tuma-lab starting bin/tuma nodes; DRILLS=crash,backlog
 ## to choose; prints the table and writes drills.json
 DRILLS ?=

@@ -37,6 +37,7 @@ type Sizes struct {
 	CrashMessages    int // messages the crash drill sends, at least
 	CrashKills       int
 	CrashCampaign    int // contacts of the campaign killed while it dispatches
+	QuietMessages    int // promotional messages waiting out quiet hours through a kill -9
 	BacklogMessages  int // messages in the backlog, at least
 	BacklogJobs      int // jobs they are sent in
 	BacklogTenants   int
@@ -57,7 +58,7 @@ type Sizes struct {
 
 // FullSizes are the figures of `tuma-lab drill` (make drills).
 var FullSizes = Sizes{
-	CrashMessages: 200_000, CrashKills: 20, CrashCampaign: 100_000,
+	CrashMessages: 200_000, CrashKills: 20, CrashCampaign: 100_000, QuietMessages: 100_000,
 	BacklogMessages: 1_000_000, BacklogJobs: 5_000, BacklogTenants: 50, BacklogKills: 20,
 	BacklogKillEvery: 3 * time.Second, BacklogLatency: 20 * time.Millisecond, BacklogRSSGrowth: 200 << 20, ProbeDelay: time.Second,
 	PGOutage: 30 * time.Second, RedisOutage: 15 * time.Second, NetworkOutage: 10 * time.Second,
@@ -67,7 +68,7 @@ var FullSizes = Sizes{
 
 // ShortSizes are the figures of `tuma-lab drill --short` (CI).
 var ShortSizes = Sizes{
-	CrashMessages: 20_000, CrashKills: 3, CrashCampaign: 20_000,
+	CrashMessages: 20_000, CrashKills: 3, CrashCampaign: 20_000, QuietMessages: 100_000,
 	BacklogMessages: 50_000, BacklogJobs: 500, BacklogTenants: 10, BacklogKills: 3,
 	BacklogKillEvery: time.Second, BacklogLatency: 100 * time.Millisecond, BacklogRSSGrowth: 100 << 20, ProbeDelay: time.Second,
 	PGOutage: 10 * time.Second, RedisOutage: 5 * time.Second, NetworkOutage: 5 * time.Second,
@@ -86,7 +87,7 @@ func (c Config) Sizes() Sizes {
 // Names lists everything `tuma-lab drill` runs, in its order: the reliability drills, then the
 // security checks, which read the logs of every node the run started.
 func Names() []string {
-	return []string{"crash", "backlog", "deps", "overload", "shutdown", "hooks", security}
+	return []string{"crash", "backlog", "deps", "overload", "shutdown", "hooks", "quiet", security}
 }
 
 // security names the security checks among the drills (--only security, the table's rows).

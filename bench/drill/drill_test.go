@@ -122,6 +122,12 @@ func TestCrashDrillNoticesFaults(t *testing.T) {
 	})
 }
 
+// Promotional messages accepted inside quiet hours wait through a kill -9 and go, each once,
+// when the window ends.
+func TestQuietDrill(t *testing.T) {
+	mustPass(t, runDrill(t, "quiet", ""))
+}
+
 // Webhook events pending through two kills -9 all arrive, once each by id, in order.
 func TestHooksDrill(t *testing.T) {
 	mustPass(t, runDrill(t, "hooks", ""))

@@ -40,6 +40,7 @@ func drills() map[string]drillFunc {
 		"overload": overloadDrill,
 		"shutdown": shutdownDrill,
 		"hooks":    hooksDrill,
+		"quiet":    quietDrill,
 		security:   securityDrill,
 	}
 }
