@@ -9,6 +9,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/accounts"
 	"github.com/tuma-sms/tuma/transport/api/campaigns"
 	"github.com/tuma-sms/tuma/transport/api/contacts"
+	"github.com/tuma-sms/tuma/transport/api/inbound"
 	"github.com/tuma-sms/tuma/transport/api/senders"
 	"github.com/tuma-sms/tuma/transport/api/sms"
 	"github.com/tuma-sms/tuma/transport/api/suppressions"
@@ -18,6 +19,7 @@ import (
 	campaignpages "github.com/tuma-sms/tuma/transport/web/campaigns"
 	contactpages "github.com/tuma-sms/tuma/transport/web/contacts"
 	"github.com/tuma-sms/tuma/transport/web/developers"
+	inboundpages "github.com/tuma-sms/tuma/transport/web/inbound"
 	"github.com/tuma-sms/tuma/transport/web/messages"
 	"github.com/tuma-sms/tuma/transport/web/notifications"
 	"github.com/tuma-sms/tuma/transport/web/overview"
@@ -56,6 +58,7 @@ type pageOps struct {
 	webhooks  *apiwebhooks.Handler
 	accounts  *accounts.Handler
 	suppress  *suppressions.Handler
+	inbox     *inbound.Handler
 }
 
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
@@ -93,6 +96,10 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	received, err := inboundpages.New(site, ops.inbox)
+	if err != nil {
+		return nil, err
+	}
 	drives, err := campaignpages.New(site, ops.campaigns, a.store, a.cfg.SharedSenderID, a.now)
 	if err != nil {
 		return nil, err
@@ -110,6 +117,7 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 		home,
 		sendForm,
 		sent,
+		received, // under /app/messages: its nav entry is Messages
 		drives,
 		addressBook,
 		doNotText, // under /app/contacts: its nav entry is Contacts

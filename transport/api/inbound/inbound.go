@@ -306,7 +306,16 @@ func (h *Handler) simulate(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	}{newMessageJSON(r.Message), r.Message.AccountID})
 }
 
-func (h *Handler) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
+// Listing is one page of an account's inbox, as GET /sms/inbound reads its query.
+type Listing struct {
+	Messages   []persistence.InboundMessage
+	NextCursor *string // the next page's cursor; nil at the end of the inbox
+}
+
+// Inbox reads a page of the account's inbound messages, newest first, as GET /sms/inbound
+// asks for it (from, page_size, cursor): a sender that is no Kenyan mobile number is a 422
+// naming from, a cursor not this list's a 400. Unrouted messages are no account's.
+func (h *Handler) Inbox(ctx context.Context, rc *fasthttp.RequestCtx) (Listing, error) {
 	acct := api.Principal(rc).AccountID
 	q := api.NewQuery(rc)
 	var f persistence.InboundFilter
@@ -323,23 +332,32 @@ func (h *Handler) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	l := h.lists.Of(api.InboundList, acct, fmt.Sprintf("from=%d", f.From))
 	p := q.Page(l)
 	if err := q.Err(); err != nil {
-		return err
+		return Listing{}, err
 	}
 	f.After = p.After
 	list, err := h.store.InboundMessages(ctx, acct, f, p.Size)
+	if err != nil {
+		return Listing{}, err
+	}
+	out := Listing{Messages: list}
+	if len(list) == p.Size {
+		c := l.Cursor(list[len(list)-1].ID)
+		out.NextCursor = &c
+	}
+	return out, nil
+}
+
+func (h *Handler) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	l, err := h.Inbox(ctx, rc)
 	if err != nil {
 		return err
 	}
 	out := struct {
 		Data       []messageJSON `json:"data"`
 		NextCursor *string       `json:"next_cursor"`
-	}{Data: make([]messageJSON, len(list))}
-	for i, m := range list {
+	}{Data: make([]messageJSON, len(l.Messages)), NextCursor: l.NextCursor}
+	for i, m := range l.Messages {
 		out.Data[i] = newMessageJSON(m)
-	}
-	if len(list) == p.Size {
-		c := l.Cursor(list[len(list)-1].ID)
-		out.NextCursor = &c
 	}
 	return api.WriteJSON(rc, http.StatusOK, out)
 }
