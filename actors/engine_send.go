@@ -186,6 +186,13 @@ func (e *Engine) StartScheduled(due []persistence.DueCampaign) {
 	}
 }
 
+// StartJob hands a job the store opened outside the engine (a keyword's confirmation, written
+// with the inbound message) to its account's tenant to dispatch. A job it never reaches (the
+// node stopped first) is resumed with the account's other open jobs when the node starts.
+func (e *Engine) StartJob(accountID, jobID uuid.UUID) {
+	e.root.Send(e.supervisor, &toTenant{account: accountID, msg: &startJob{id: jobID}})
+}
+
 // CancelCampaign stops a queued, scheduled or sending campaign. It answers once the campaign
 // is cancelled durably; what was not sent is refunded as soon as no link holds any of it
 // (at once for a campaign that had not started).

@@ -17,7 +17,8 @@ import (
 )
 
 type (
-	// startJob queues a job opened outside the tenant (a scheduled campaign now due).
+	// startJob queues a job opened outside the tenant (a scheduled campaign now due, a
+	// keyword's confirmation).
 	startJob struct{ id uuid.UUID }
 	// openJobsRead is a page of the tenant's unfinished jobs, read to resume them.
 	openJobsRead struct {

@@ -116,6 +116,9 @@ type InboundResult struct {
 	// not it was already); Lifted: its keyword suppression was removed (an opt-in keyword).
 	Suppressed, Lifted bool
 	OptedOut           int // the account's contacts of that number opted out by it
+	// ReplyJobID is the keyword's confirmation, written as a job open for dispatch in the same
+	// transaction (keywordreplies.go); uuid.Nil when none was due.
+	ReplyJobID uuid.UUID
 }
 
 // storableText is text as PostgreSQL can hold it: invalid UTF-8 and NUL become U+FFFD, the
@@ -130,6 +133,8 @@ func storableText(s string) string {
 // optout.created when the suppression is new; an opt-in keyword lifts a keyword suppression
 // (never one the account or a contact opt-out made) and raises optout.removed. All of it in
 // one transaction: the events are never lost nor raised for a change that did not commit.
+// So is the keyword's confirmation (replyToKeyword): an opt-out keyword is answered whether or
+// not the number was suppressed already, an opt-in one when the number is on no list after it.
 func (s *Store) ReceiveInbound(ctx context.Context, in NewInbound) (InboundResult, error) {
 	kw, action := Keyword(in.Text)
 	m := InboundMessage{ID: NewID(), From: in.From, To: in.To, Network: in.Network, Text: storableText(in.Text), Keyword: kw}
@@ -162,12 +167,26 @@ func (s *Store) ReceiveInbound(ctx context.Context, in NewInbound) (InboundResul
 			return err
 		}
 		switch action {
+		case KeywordNone:
+			return nil
 		case KeywordOptOut:
-			return optOutByKeyword(ctx, tx, &out, acct, m)
+			if err := optOutByKeyword(ctx, tx, &out, acct, m); err != nil {
+				return err
+			}
 		case KeywordOptIn:
-			return optInByKeyword(ctx, tx, &out, acct, m)
+			if err := optInByKeyword(ctx, tx, &out, acct, m); err != nil {
+				return err
+			}
+			if !out.Lifted {
+				// Nothing lifted: either not suppressed at all (a START to confirm all the
+				// same) or by the account or a contact, which a START does not change.
+				if on, err := suppressedNow(ctx, tx, acct, m.From); err != nil || on {
+					return err
+				}
+			}
 		}
-		return nil
+		out.ReplyJobID, err = replyToKeyword(ctx, tx, acct, m, action)
+		return err
 	})
 	if err != nil {
 		return InboundResult{}, fmt.Errorf("receive inbound: %w", err)

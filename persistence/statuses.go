@@ -149,5 +149,9 @@ func CampaignStatuses() []CampaignStatus {
 	return []CampaignStatus{CampaignQueued, CampaignScheduled, CampaignSending, CampaignCompleted, CampaignFailed, CampaignCancelled}
 }
 
-// Sources are where a job came from: the API, the dashboard, or a campaign.
-func Sources() []string { return []string{"api", "browser", "campaign"} }
+// Sources are where a job came from: the API, the dashboard, a campaign, or a keyword's
+// confirmation (SourceKeyword).
+func Sources() []string { return []string{"api", "browser", "campaign", SourceKeyword} }
+
+// SourceKeyword is the source of the free confirmation a keyword is answered with.
+const SourceKeyword = "keyword"

@@ -144,6 +144,10 @@ func (s *Store) SuppressedNumbers(ctx context.Context, accountID uuid.UUID) ([]u
 // job was accepted: its dispatch fails them (OPTED_OUT) and refunds them. Numbers suppressed
 // before were left out at acceptance; the margin covers a suppression committed while the
 // job was being accepted. Only the (few) suppressions since are read, by index.
+//
+// A keyword's confirmation (SourceKeyword) is written in the transaction that changed the
+// list, so it has no margin: a STOP's goes to the number that number has just suppressed (it
+// shares the job's created_at), while one suppressed after it is left out as any other.
 func (s *Store) SuppressedSince(ctx context.Context, accountID, jobID uuid.UUID, nsns []uint32) (map[uint32]bool, error) {
 	out := map[uint32]bool{}
 	if len(nsns) == 0 {
@@ -154,7 +158,8 @@ func (s *Store) SuppressedSince(ctx context.Context, accountID, jobID uuid.UUID,
 		ints[i] = int32(n)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT nsn FROM suppressions
-		WHERE account_id = $1 AND created_at >= (SELECT created_at FROM jobs WHERE id = $2) - interval '5 minutes'
+		WHERE account_id = $1 AND created_at >= (SELECT CASE WHEN source = 'keyword' THEN created_at + interval '1 microsecond'
+				ELSE created_at - interval '5 minutes' END FROM jobs WHERE id = $2)
 			AND nsn = ANY($3::int[])`, accountID, jobID, ints)
 	if err != nil {
 		return nil, fmt.Errorf("suppressed since: %w", err)

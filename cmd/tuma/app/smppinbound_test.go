@@ -24,11 +24,13 @@ func sendMO(t *testing.T, s *smpp.SMSC, m smpp.MOSpec) int {
 
 // A subscriber's STOP to the account's short code, as a deliver_sm from the network's SMSC,
 // suppresses the number (source keyword) before the SMSC is answered, so the very next send
-// leaves it out; a long UCS-2 message in UDH parts is listed whole in the inbox.
+// leaves it out, and is confirmed over SMPP from the account's sender; a long UCS-2 message
+// in UDH parts is listed whole in the inbox.
 func TestSMPPInboundMessages(t *testing.T) {
 	ss := startSMSCs(t, smpp.SMSCConfig{ReceiptTLVs: true})
 	n := startNode(t, withEnv(ss.env(""), "TUMA_RATE_LIMIT_RPS", "0"))
 	a := n.register("smpp-mo@example.com")
+	n.approveDefaultSender(a, "ACME", "all")
 	n.credit(a, "100")
 	if r := n.do("POST", "/admin/accounts/"+a.ID+"/inbound-numbers", map[string]any{"number": "22384", "network": "safaricom"}, adminAuth()...); r.Status != 201 {
 		t.Fatalf("assign = %d %s", r.Status, r.Body)
@@ -42,6 +44,14 @@ func TestSMPPInboundMessages(t *testing.T) {
 	r := n.send(a, map[string]any{"recipients": []string{"0712345678", "0712999999"}, "message": "hi"})
 	if r.Status != 202 || r.json(t)["suppressed_count"] != 1.0 || r.json(t)["recipients_count"] != 1.0 {
 		t.Fatalf("send after the SMPP STOP = %d %s; want the number left out", r.Status, r.Body)
+	}
+	reply := n.deliveredReply(a, "+254712345678", "You will no longer receive messages from Acme Ltd. Reply START to subscribe again.")
+	if reply["sender_id"] != "ACME" || reply["cost_kes"] != 0.0 || reply["provider_message_id"] == nil {
+		t.Errorf("the SMPP STOP's confirmation = %v; want it from ACME, free, submitted", reply)
+	}
+	n.waitDone(a, 2)
+	if got := ss["safaricom"].Stats().Submits; got != 2 {
+		t.Errorf("Safaricom's SMSC took %d submits; want the send's and the confirmation", got)
 	}
 
 	long := strings.Repeat("Habari, nimepokea ujumbe wako 😀 ", 5) // UCS-2: 3 parts

@@ -5,7 +5,10 @@
 // that; the tenant actor holds the list in memory, so every such change is handed to it
 // before the message is answered.
 //
-// The confirmation SMS a keyword is answered with (CONTRACT §15) is not sent here yet.
+// A keyword is answered with a free confirmation SMS from the account's own sender, at most
+// one of each kind per number a day (CONTRACT §15). The store writes it as an open job in the
+// transaction that stores the message; Receive then hands it to the account's tenant to send,
+// and a job that hand-off never reached (the node stopped) is resumed when the node starts.
 package inbound
 
 import (
@@ -37,6 +40,9 @@ type Store interface {
 type Tenants interface {
 	// SuppressionChanged answers once the account's tenant holds the change.
 	SuppressionChanged(ctx context.Context, accountID uuid.UUID, nsn uint32, suppressed bool) error
+	// StartJob hands the account's tenant a job the store opened (a keyword's confirmation)
+	// to dispatch.
+	StartJob(accountID, jobID uuid.UUID)
 }
 
 // Options configure the endpoints.
@@ -197,14 +203,20 @@ func newMessageJSON(m persistence.InboundMessage) messageJSON {
 }
 
 // Receive stores a message sent to an inbound number and acts on its keyword; a suppression
-// it adds or lifts is handed to the account's tenant before Receive returns. It fails only
-// when the store or the tenant does: any text is taken as it came.
+// it adds or lifts is handed to the account's tenant before Receive returns, and so is the
+// keyword's confirmation, to send. It fails only when the store or the tenant does: any text
+// is taken as it came.
 func (h *Handler) Receive(ctx context.Context, in persistence.NewInbound) (persistence.InboundResult, error) {
 	r, err := h.store.ReceiveInbound(ctx, in)
 	if err != nil {
 		return r, err
 	}
 	acct := r.Message.AccountID
+	if acct != nil && r.ReplyJobID != uuid.Nil {
+		// Before telling the tenant of the suppression, which can fail: the message's retry
+		// writes no second confirmation today, so this one would wait for the node's restart.
+		h.tenants.StartJob(*acct, r.ReplyJobID)
+	}
 	switch {
 	case acct == nil:
 	case r.Suppressed:
