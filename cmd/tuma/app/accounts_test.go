@@ -127,6 +127,7 @@ func TestConcurrentRegistrationsOfOneEmail(t *testing.T) {
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		codes = map[int]int{}
+		busy  []string
 	)
 	for i := range 50 {
 		wg.Go(func() {
@@ -135,13 +136,29 @@ func TestConcurrentRegistrationsOfOneEmail(t *testing.T) {
 				"full_name": "X", "company_name": "Y",
 			})
 			mu.Lock()
+			defer mu.Unlock()
+			if r.Status == 503 { // a box short of CPU for 50 password hashes at once may shed some
+				codes[r.Status]++
+				busy = append(busy, fmt.Sprint(r.json(t)["code"]))
+				return
+			}
 			codes[r.Status]++
-			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	if codes[201] != 1 || codes[409] != 49 {
-		t.Fatalf("status counts %v; want exactly one 201 and 49 409s", codes)
+	for _, c := range busy {
+		if c != "overloaded" && c != "unavailable" {
+			t.Errorf("a 503 with code %q", c)
+		}
+	}
+	if codes[201] != 1 || codes[409]+codes[503] != 49 {
+		t.Fatalf("status counts %v; want exactly one 201 and 49 409s (or 503s shed)", codes)
+	}
+	// However many were shed, the email has one account.
+	n.do("POST", "/auth/register", map[string]string{"email": "same@example.com", "password": "Secret123",
+		"full_name": "X", "company_name": "Y"}).problem(t, 409, "email_taken")
+	if got := n.sqlInt(`SELECT count(*) FROM accounts WHERE lower(email) = 'same@example.com'`); got != 1 {
+		t.Errorf("%d accounts with the email; want 1", got)
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
-	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/api"
 )
@@ -125,8 +124,8 @@ func (h *Handler) Import(ctx context.Context, acct uuid.UUID, file io.Reader) (r
 		if first && strings.EqualFold(phone, "phone") || len(rec) == 1 && phone == "" {
 			continue
 		}
-		nsn, _, perr := h.plan.Parse([]byte(phone))
-		if perr != nil && !errors.Is(perr, carriers.ErrUnsupportedNetwork) {
+		nsn, ok := h.parsePhone(phone)
+		if !ok {
 			refuse(line, phone, phoneMessage)
 			continue
 		}
