@@ -307,6 +307,10 @@ func (s *secState) resources(ctx context.Context, t *secTenant) error {
 		return fmt.Errorf("webhook test of %s: %s", t.email, clip(r.body, 200))
 	}
 	t.res["delivery"] = queued.DeliveryID
+	// An SMPP credential, its system_id made from the company name.
+	if err := made("SMPP credential", "/smpp/credentials", map[string]any{}, "smpp"); err != nil {
+		return err
+	}
 	// A campaign to that group, scheduled an hour ahead: it stays until the drill cancels it.
 	return made("campaign", "/campaigns", map[string]any{"name": "Drill", "message": "Drill {first_name}", "group_id": t.res["group"],
 		"scheduled_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, "campaign")
@@ -344,6 +348,8 @@ func (s *secState) pathValue(op *operation, param string, t *secTenant) string {
 		return t.res["contact"]
 	case param == "id" && strings.HasPrefix(op.path, "/webhooks/"):
 		return t.res["webhook"]
+	case param == "id" && strings.HasPrefix(op.path, "/smpp/credentials/"):
+		return t.res["smpp"]
 	case param == "delivery_id":
 		return t.res["delivery"]
 	case param == "phone" && strings.HasPrefix(op.path, "/suppressions/"):

@@ -30,6 +30,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/ops"
 	"github.com/tuma-sms/tuma/transport/api/sandbox"
 	"github.com/tuma-sms/tuma/transport/api/senders"
+	"github.com/tuma-sms/tuma/transport/api/smpp"
 	"github.com/tuma-sms/tuma/transport/api/sms"
 	"github.com/tuma-sms/tuma/transport/api/suppressions"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
@@ -53,6 +54,7 @@ func everyGroup(t *testing.T, opts api.Options, given ...api.Group) *api.Server 
 		webhooks.New(webhooks.Deps{}),
 		suppressions.New(suppressions.Deps{}),
 		inbound.New(inbound.Options{}, inbound.Deps{}),
+		smpp.New(smpp.Options{}, smpp.Deps{}),
 		notifications.New(nil),
 		admin.New(nil),
 		sandbox.New(sandbox.Options{}, sandbox.Deps{}),

@@ -96,3 +96,22 @@ func TestPasswordsRoundTrip(t *testing.T) {
 		t.Error("Verify accepts against an empty hash")
 	}
 }
+
+// SMPP passwords fit SMPP 3.4's 8 characters, are letters and digits any ESME's
+// configuration holds, and are drawn afresh each time.
+func TestNewSMPPPassword(t *testing.T) {
+	seen := map[string]bool{}
+	for range 200 {
+		p, err := NewSMPPPassword()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p) != SMPPPasswordLen || strings.Trim(p, base62) != "" {
+			t.Fatalf("NewSMPPPassword() = %q; want %d base62 characters", p, SMPPPasswordLen)
+		}
+		if seen[p] {
+			t.Fatalf("NewSMPPPassword() gave %q twice in 200", p)
+		}
+		seen[p] = true
+	}
+}

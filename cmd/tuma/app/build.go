@@ -29,6 +29,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/ops"
 	"github.com/tuma-sms/tuma/transport/api/sandbox"
 	"github.com/tuma-sms/tuma/transport/api/senders"
+	apismpp "github.com/tuma-sms/tuma/transport/api/smpp"
 	"github.com/tuma-sms/tuma/transport/api/sms"
 	"github.com/tuma-sms/tuma/transport/api/suppressions"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
@@ -106,6 +107,11 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	if err != nil {
 		return nil, err
 	}
+	// SMPP passwords are random and checked at every bind: a lower cost does (auth.SMPPPasswordCost).
+	smppPasswords, err := auth.NewPasswords(min(cfg.BcryptCost, auth.SMPPPasswordCost))
+	if err != nil {
+		return nil, err
+	}
 	tokens := auth.NewTokens([]byte(cfg.JWTSecret), a.now)
 	principals := redis.NewPrincipals(a.redis, 5*time.Minute)
 	limiter := redis.NewLimiter(a.redis, cfg.LocalLimitKeys)
@@ -179,6 +185,8 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	})
 	hooks := apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
 		Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake})
+	smppCredentials := apismpp.New(apismpp.Options{PerAccount: cfg.SMPPCredentialsPerAccount},
+		apismpp.Deps{Store: a.store, Passwords: smppPasswords})
 	suppress := suppressions.New(suppressions.Deps{Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan})
 	inbox := inbound.New(inbound.Options{Simulated: a.simControl() != nil}, inbound.Deps{Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan})
 	if a.smpp != nil {
@@ -206,6 +214,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		hooks,
 		suppress,
 		inbox,
+		smppCredentials,
 		notifications.New(a.store),
 		admin.New(a.simControl()),
 		sandbox.New(sandbox.Options{On: sandboxOn, Secret: cfg.PaymentSecretKey, PublicURL: cfg.PublicURL, DashboardURL: cfg.DashboardURL},
