@@ -48,6 +48,7 @@ var navItems = []NavItem{
 	{"/app/wallet", "Wallet"},
 	{"/app/developers", "Developers"},
 	{"/app/notifications", "Notifications"},
+	{"/app/settings", "Settings"},
 }
 
 // baseTemplates are the layout and the shared partials, cloned under every page.

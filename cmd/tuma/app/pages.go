@@ -25,6 +25,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/web/overview"
 	"github.com/tuma-sms/tuma/transport/web/send"
 	sendersweb "github.com/tuma-sms/tuma/transport/web/senders"
+	"github.com/tuma-sms/tuma/transport/web/settings"
 	suppressionpages "github.com/tuma-sms/tuma/transport/web/suppressions"
 	walletweb "github.com/tuma-sms/tuma/transport/web/wallet"
 	webhookpages "github.com/tuma-sms/tuma/transport/web/webhooks"
@@ -88,7 +89,7 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
-	sendForm, err := send.New(site, ops.sms, a.store, ops.senders.SharedSender())
+	sendForm, err := send.New(site, ops.sms, a.store, ops.senders.SharedSender(), a.now)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +113,10 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	profile, err := settings.New(site, ops.accounts, a.store)
+	if err != nil {
+		return nil, err
+	}
 	return []web.Group{
 		web.NewAuthPages(site, acct, verify),
 		home,
@@ -126,5 +131,6 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 		keys,
 		hooks, // under /app/developers: its nav entry is Developers
 		inbox,
+		profile,
 	}, nil
 }

@@ -205,7 +205,7 @@ func TestDashboardHeadersAndWeight(t *testing.T) {
 	p := n.pages(t)
 	p.signIn(a)
 	out := n.pages(t) // signed out
-	for _, path := range []string{"/app/login", "/app/signup", "/app/forgot", "/app/reset?token=x", "/app/", "/app/notifications", "/app/contacts/suppressions", "/app/messages/inbound", "/app/verify", "/app/nope"} {
+	for _, path := range []string{"/app/login", "/app/signup", "/app/forgot", "/app/reset?token=x", "/app/", "/app/notifications", "/app/contacts/suppressions", "/app/messages/inbound", "/app/settings", "/app/verify", "/app/nope"} {
 		c := p
 		if path == "/app/login" || path == "/app/signup" || path == "/app/forgot" || strings.HasPrefix(path, "/app/reset") {
 			c = out

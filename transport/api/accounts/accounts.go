@@ -377,15 +377,36 @@ func (h *Handler) updateProfile(ctx context.Context, rc *fasthttp.RequestCtx) er
 	if err != nil {
 		return err
 	}
-	a, err := h.store.UpdateProfile(ctx, api.Principal(rc).AccountID, u)
+	a, err := h.saveProfile(ctx, api.Principal(rc).AccountID, u)
 	if err != nil {
 		return err
 	}
-	// The company name prefixes shared-sender messages: the very next send must use the new one.
-	if err := h.engine.AccountChanged(ctx, a.ID); err != nil {
-		return err
-	}
 	return api.WriteJSON(rc, http.StatusOK, newUserJSON(a))
+}
+
+// UpdateProfile changes the account's profile as PATCH /auth/profile does (the Settings page),
+// and returns the account as it is now. Invalid fields are a 422 problem naming the API's
+// fields ("quiet_hours.start").
+func (h *Handler) UpdateProfile(ctx context.Context, accountID uuid.UUID, in Profile) (persistence.Account, error) {
+	var fe api.FieldErrors
+	u, err := in.check(&fe, h.plan)
+	if err != nil {
+		return persistence.Account{}, err
+	}
+	return h.saveProfile(ctx, accountID, u)
+}
+
+func (h *Handler) saveProfile(ctx context.Context, accountID uuid.UUID, u persistence.ProfileUpdate) (persistence.Account, error) {
+	a, err := h.store.UpdateProfile(ctx, accountID, u)
+	if err != nil {
+		return persistence.Account{}, err
+	}
+	// The company name prefixes shared-sender messages, and the opt-out text and quiet hours
+	// shape promotional ones: the very next send must use the new values.
+	if err := h.engine.AccountChanged(ctx, a.ID); err != nil {
+		return persistence.Account{}, err
+	}
+	return a, nil
 }
 
 func (h *Handler) changePassword(ctx context.Context, rc *fasthttp.RequestCtx) error {

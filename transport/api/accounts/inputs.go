@@ -107,6 +107,20 @@ func parseRefresh(body []byte) (string, error) {
 	return in.RefreshToken, nil
 }
 
+// Profile is a change of an account's profile: the body of PATCH /auth/profile, or the
+// Settings form's fields. A nil field stays as it is.
+type Profile struct {
+	FullName, CompanyName, Phone, BusinessType, Country *string
+	OptOutText                                          *string // appended to promotional messages
+	QuietHours                                          *Quiet  // nil: unchanged
+}
+
+// Quiet is quiet hours as asked: none (Off), or from Start to End, "HH:MM" on Nairobi's clock.
+type Quiet struct {
+	Off        bool
+	Start, End *string
+}
+
 func parseProfile(body []byte, plan *carriers.Plan) (persistence.ProfileUpdate, error) {
 	var in struct {
 		Email        json.RawMessage `json:"email"`
@@ -125,11 +139,22 @@ func parseProfile(body []byte, plan *carriers.Plan) (persistence.ProfileUpdate, 
 	if in.Email != nil {
 		fe.Add("email", "cannot be changed through the profile")
 	}
+	p := Profile{FullName: in.FullName, CompanyName: in.CompanyName, Phone: in.Phone, BusinessType: in.BusinessType,
+		Country: in.Country, OptOutText: in.OptOutText}
+	if in.QuietHours != nil {
+		p.QuietHours = decodeQuiet(&fe, in.QuietHours)
+	}
+	return p.check(&fe, plan)
+}
+
+// check validates and normalises a profile change, adding to fe (errors found while decoding
+// it); errors name the API's fields.
+func (in Profile) check(fe *api.FieldErrors, plan *carriers.Plan) (persistence.ProfileUpdate, error) {
 	text := func(field string, v *string, minLen, maxLen int) *string {
 		if v == nil {
 			return nil
 		}
-		s := api.CheckText(&fe, field, *v, minLen, maxLen)
+		s := api.CheckText(fe, field, *v, minLen, maxLen)
 		return &s
 	}
 	u := persistence.ProfileUpdate{
@@ -141,10 +166,10 @@ func parseProfile(body []byte, plan *carriers.Plan) (persistence.ProfileUpdate, 
 	}
 	if in.QuietHours != nil {
 		u.SetQuiet = true
-		u.Quiet = parseQuietHours(&fe, in.QuietHours)
+		u.Quiet = in.QuietHours.check(fe)
 	}
 	if in.Phone != nil {
-		p := normalizePhone(&fe, "phone", *in.Phone, plan)
+		p := normalizePhone(fe, "phone", *in.Phone, plan)
 		u.Phone = &p
 	}
 	return u, fe.Err()
@@ -275,10 +300,11 @@ func normalizePhone(fe *api.FieldErrors, field, raw string, plan *carriers.Plan)
 	return n.E164
 }
 
-// parseQuietHours reads {"start":"HH:MM","end":"HH:MM"} (Nairobi's clock), or null: none.
-func parseQuietHours(fe *api.FieldErrors, raw json.RawMessage) *persistence.QuietHours {
+// decodeQuiet reads {"start":"HH:MM","end":"HH:MM"} (Nairobi's clock), or null: none. A value
+// of another shape is an error in fe, and nil.
+func decodeQuiet(fe *api.FieldErrors, raw json.RawMessage) *Quiet {
 	if string(raw) == "null" {
-		return nil
+		return &Quiet{Off: true}
 	}
 	var in struct {
 		Start *string `json:"start"`
@@ -286,6 +312,14 @@ func parseQuietHours(fe *api.FieldErrors, raw json.RawMessage) *persistence.Quie
 	}
 	if err := json.Unmarshal(raw, &in); err != nil {
 		fe.Add("quiet_hours", `must be {"start":"HH:MM","end":"HH:MM"} (Africa/Nairobi), or null to turn them off`)
+		return nil
+	}
+	return &Quiet{Start: in.Start, End: in.End}
+}
+
+// check is the window asked for (nil: none), its errors in fe.
+func (in Quiet) check(fe *api.FieldErrors) *persistence.QuietHours {
+	if in.Off {
 		return nil
 	}
 	clock := func(field string, v *string) int {

@@ -35,6 +35,7 @@ type Store interface {
 type Engine interface {
 	CreateCampaign(ctx context.Context, req actors.CampaignRequest) (actors.SendResult, error)
 	CancelCampaign(ctx context.Context, accountID, campaignID uuid.UUID) error
+	Quote(ctx context.Context, req actors.SendRequest) (actors.Quote, error) // a preview's lines
 }
 
 // Deps are the collaborators of the endpoints.
@@ -163,11 +164,7 @@ func (h *Handler) createCampaignOnce(ctx context.Context, accountID uuid.UUID, i
 		ID: persistence.NewID(), Name: in.name, Template: in.message, GroupID: in.groupID, ScheduledAt: in.scheduledAt},
 		Promotional: in.promotional}
 	if in.senderID != "" {
-		snd, err := h.store.ApprovedSender(ctx, accountID, in.senderID)
-		if errors.Is(err, persistence.ErrNotFound) {
-			return uuid.Nil, api.InvalidAs("sender_not_approved",
-				api.FieldError{Field: "sender_id", Message: "is not an approved, active sender ID of this account"})
-		}
+		snd, err := h.approvedSender(ctx, accountID, in.senderID)
 		if err != nil {
 			return uuid.Nil, err
 		}
@@ -198,6 +195,17 @@ func (h *Handler) createCampaignOnce(ctx context.Context, accountID uuid.UUID, i
 		return uuid.Nil, err
 	}
 	return req.Campaign.ID, nil
+}
+
+// approvedSender is the account's approved, active sender ID by id or name; any other is a 422
+// sender_not_approved naming sender_id.
+func (h *Handler) approvedSender(ctx context.Context, accountID uuid.UUID, idOrName string) (persistence.Sender, error) {
+	snd, err := h.store.ApprovedSender(ctx, accountID, idOrName)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return snd, api.InvalidAs("sender_not_approved",
+			api.FieldError{Field: "sender_id", Message: "is not an approved, active sender ID of this account"})
+	}
+	return snd, err
 }
 
 // listCampaigns answers the contract's plain array, newest first: all of them, or, beyond the

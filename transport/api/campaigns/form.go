@@ -86,33 +86,81 @@ type Preview struct {
 	Lines []PreviewLine
 }
 
-// PreviewLine is one contact's message: the template with its merge tags rendered by the
-// engine's own function, and its parts (before any company prefix the shared sender ID adds).
+// PreviewLine is one contact's message as it would be sent: the template with its merge tags
+// rendered by the engine's own function, any company prefix of the shared sender ID and, when
+// promotional, the opt-out text; its parts and cost as the engine quotes them.
 type PreviewLine struct {
 	Phone, FirstName, LastName string
 	Text                       string
 	Parts                      int
-	Unicode                    bool // UCS-2: fewer characters a part
+	Unicode                    bool  // UCS-2: fewer characters a part
+	CostCents                  int64 // what this contact's message costs
+	Suppressed                 bool  // on the suppression list: left out, not charged
+	Unreachable                bool  // on no network Tuma reaches: not a recipient
 }
 
-// Preview renders message for the newest PreviewSize active contacts of one of the
-// account's groups (another account's group has none). A message the rules refuse is a 422
-// naming the message field.
-func (h *Handler) Preview(ctx context.Context, accountID, groupID uuid.UUID, message string) (Preview, error) {
-	if msg := checkMessage(&message); msg != "" {
-		return Preview{}, api.Invalid(api.FieldError{Field: "message", Message: msg})
+// PreviewInput is what a preview renders: the message for a group's contacts, with the sender
+// and category the campaign would have (as Input's: nil is the default route, transactional).
+type PreviewInput struct {
+	GroupID  uuid.UUID
+	Message  string
+	SenderID *string
+	Category *string
+}
+
+// Preview renders the message for the newest PreviewSize active contacts of one of the
+// account's groups (another account's group has none), each priced by the engine's quote as
+// its own send of that contact's text. Input the rules refuse (the message, the category, a
+// sender not approved) is a 422 naming the field.
+func (h *Handler) Preview(ctx context.Context, accountID uuid.UUID, in PreviewInput) (Preview, error) {
+	var fe api.FieldErrors
+	if msg := checkMessage(&in.Message); msg != "" {
+		fe.Add("message", msg)
 	}
-	cs, total, err := h.store.ListContacts(ctx, accountID, persistence.ContactFilter{GroupID: &groupID},
+	promo := false
+	if in.Category != nil {
+		var ok bool
+		if promo, ok = api.ParseCategory(*in.Category); !ok {
+			fe.Add("category", api.CategoryMessage)
+		}
+	}
+	if err := fe.Err(); err != nil {
+		return Preview{}, err
+	}
+	req := actors.SendRequest{AccountID: accountID, Promotional: promo}
+	if in.SenderID != nil && *in.SenderID != "" {
+		snd, err := h.approvedSender(ctx, accountID, *in.SenderID)
+		if err != nil {
+			return Preview{}, err
+		}
+		req.Sender = &snd
+	}
+	cs, total, err := h.store.ListContacts(ctx, accountID, persistence.ContactFilter{GroupID: &in.GroupID},
 		persistence.Page{Number: 1, Size: PreviewSize})
 	if err != nil {
 		return Preview{}, err
 	}
 	p := Preview{Total: total}
 	for _, c := range cs {
-		text := actors.RenderMergeTags(message, c.FirstName, c.LastName)
-		seg := carriers.Segment(text)
-		p.Lines = append(p.Lines, PreviewLine{Phone: c.Phone, FirstName: c.FirstName, LastName: c.LastName, Text: text,
-			Parts: seg.Parts, Unicode: seg.Encoding == carriers.UCS2})
+		text := actors.RenderMergeTags(in.Message, c.FirstName, c.LastName)
+		l := PreviewLine{Phone: c.Phone, FirstName: c.FirstName, LastName: c.LastName, Text: text}
+		nsn, network, err := h.plan.Parse([]byte(c.Phone))
+		if err != nil { // left out of the campaign's audience, as createCampaignOnce leaves it
+			seg := carriers.Segment(text)
+			l.Parts, l.Unicode, l.Unreachable = seg.Parts, seg.Encoding == carriers.UCS2, true
+			p.Lines = append(p.Lines, l)
+			continue
+		}
+		// The opt-out text is left off when the rendered text already says it, where a
+		// campaign looks at its template: the same but for a name that spells it.
+		req.Message, req.Recipients = text, []persistence.Recipient{{NSN: nsn, Network: network}}
+		q, err := h.engine.Quote(ctx, req)
+		if err != nil {
+			return Preview{}, err
+		}
+		l.Text, l.Parts, l.Unicode, l.CostCents = q.MessageAsSent, q.Parts, q.Encoding == carriers.UCS2, q.CostCents
+		l.Suppressed = q.Suppressed > 0
+		p.Lines = append(p.Lines, l)
 	}
 	return p, nil
 }

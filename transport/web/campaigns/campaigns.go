@@ -25,13 +25,14 @@ var templates embed.FS
 // Operations are the campaign operations the JSON API runs too (campaigns.Handler).
 type Operations interface {
 	Create(ctx context.Context, accountID uuid.UUID, in campaignsapi.Input, key string) (persistence.Campaign, bool, error)
-	Preview(ctx context.Context, accountID, groupID uuid.UUID, message string) (campaignsapi.Preview, error)
+	Preview(ctx context.Context, accountID uuid.UUID, in campaignsapi.PreviewInput) (campaignsapi.Preview, error)
 	Cancel(ctx context.Context, accountID, id uuid.UUID) (persistence.Campaign, error)
 }
 
-// Store is what the pages read: the same reads as GET /campaigns, /contacts/groups and
-// /senders.
+// Store is what the pages read: the same reads as GET /campaigns, /contacts/groups, /senders
+// and /auth/me (the opt-out text and quiet hours of promotional campaigns).
 type Store interface {
+	AccountByID(ctx context.Context, id uuid.UUID) (persistence.Account, error)
 	Campaigns(ctx context.Context, accountID uuid.UUID, p persistence.Page) ([]persistence.Campaign, error)
 	Campaign(ctx context.Context, accountID, id uuid.UUID) (persistence.Campaign, error)
 	Groups(ctx context.Context, accountID uuid.UUID) ([]persistence.Group, error)

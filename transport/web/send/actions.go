@@ -48,7 +48,7 @@ type confirmData struct {
 type hidden struct{ Name, Value string }
 
 // carried are the fields the confirmation sends on.
-var carried = []string{"recipients", "group_id", "message", "sender_id", "reference", "idempotency_key"}
+var carried = []string{"recipients", "group_id", "message", "sender_id", "reference", "category", "idempotency_key"}
 
 // review prices the form and asks to confirm it; numbers a send would refuse, or none at
 // all, are shown on the form instead.
@@ -118,6 +118,15 @@ func (p *Page) send(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	}
 	msg := "Sent to " + web.Thousands(int64(a.RecipientsCount)) + " " + plural(a.RecipientsCount, "number", "numbers") + ": " +
 		web.Thousands(a.SMSCount) + " SMS, " + web.KES(int64(a.CostKES)) + "."
+	if in.Category == "promotional" {
+		pr, err := p.promotionOf(ctx, acct, in.Message)
+		if err != nil {
+			return err
+		}
+		if pr.Held != "" {
+			msg += " " + pr.Held
+		}
+	}
 	if replayed {
 		msg = "This message was sent already, once: here it is. " + msg
 	}

@@ -33,6 +33,7 @@ type counter struct {
 	Invalid  []sms.InvalidRecipient
 	More     int // invalid numbers not listed
 	Suggest  *suggestion
+	Promo    *promotion // nil: a transactional send
 }
 
 // suggestion is the look-alike fix offered: the text with the replacements, and what it costs.
@@ -91,7 +92,13 @@ func (p *Page) quote(ctx context.Context, rc *fasthttp.RequestCtx, f *web.Form) 
 		var q sms.Quote
 		q, err = p.Ops.Quote(ctx, api.Principal(rc), in)
 		if err == nil {
-			return newCounter(q), in, nil
+			c := newCounter(q)
+			if in.Category == "promotional" {
+				if c.Promo, err = p.promotionOf(ctx, web.AccountID(rc), in.Message); err != nil {
+					return counter{}, in, err
+				}
+			}
+			return c, in, nil
 		}
 	}
 	prob := api.ProblemOf(err)

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -37,8 +38,10 @@ type Operations interface {
 }
 
 // Store is what the page reads: the account's sender IDs (GET /senders), its groups (GET
-// /groups) and a group's active contacts (GET /contacts/export?group_id=).
+// /groups), a group's active contacts (GET /contacts/export?group_id=) and the account's
+// opt-out text and quiet hours (GET /auth/me).
 type Store interface {
+	AccountByID(ctx context.Context, id uuid.UUID) (persistence.Account, error)
 	SenderIDs(ctx context.Context, accountID uuid.UUID) ([]persistence.SenderID, error)
 	Groups(ctx context.Context, accountID uuid.UUID) ([]persistence.Group, error)
 	ExportContacts(ctx context.Context, accountID uuid.UUID, groupID *uuid.UUID, each func(persistence.Contact) error) error
@@ -48,15 +51,19 @@ type Store interface {
 type Page struct {
 	web.Kit[Operations, Store]
 	shared string // the shared sender ID, for accounts without one of their own
+	now    func() time.Time
 }
 
 // New returns the page; shared is the shared sender ID's name (TUMA_SHARED_SENDER_ID).
-func New(site *web.Site, ops Operations, store Store, shared string) (*Page, error) {
+func New(site *web.Site, ops Operations, store Store, shared string, now func() time.Time) (*Page, error) {
 	kit, err := web.NewKit(site, templates, ops, store)
 	if err != nil {
 		return nil, err
 	}
-	return &Page{Kit: kit, shared: shared}, nil
+	if now == nil {
+		now = time.Now
+	}
+	return &Page{Kit: kit, shared: shared, now: now}, nil
 }
 
 // RegisterPages adds the routes.
@@ -137,7 +144,8 @@ func (p *Page) load(ctx context.Context, acct uuid.UUID, f *web.Form) (formData,
 // input turns the form into a send: the numbers typed (one per line, or separated by commas
 // or semicolons), then the chosen group's; the message, sender and reference as typed.
 func (p *Page) input(ctx context.Context, acct uuid.UUID, f *web.Form) (sms.SendInput, error) {
-	in := sms.SendInput{Recipients: splitNumbers(f.Get("recipients")), Message: f.Get("message"), SenderID: f.Get("sender_id")}
+	in := sms.SendInput{Recipients: splitNumbers(f.Get("recipients")), Message: f.Get("message"), SenderID: f.Get("sender_id"),
+		Category: f.Get("category")}
 	if ref := f.Get("reference"); ref != "" {
 		in.Reference = &ref
 	}
@@ -200,6 +208,28 @@ func fieldErrors(err error, in sms.SendInput) error {
 		}
 	}
 	return &out
+}
+
+// promotion is what the page says of a promotional send of message now.
+type promotion struct {
+	OptOut string // the account's opt-out text
+	Added  bool   // the engine adds it: the message does not say it already
+	Held   string // inside the account's quiet hours: until when the messages wait ("": they go now)
+}
+
+// promotionOf reads the account's opt-out text and quiet hours for a promotional send of
+// message now.
+func (p *Page) promotionOf(ctx context.Context, acct uuid.UUID, message string) (*promotion, error) {
+	a, err := p.Store.AccountByID(ctx, acct)
+	if err != nil {
+		return nil, err
+	}
+	pr := &promotion{OptOut: a.OptOutText, Added: !strings.Contains(strings.ToUpper(message), strings.ToUpper(a.OptOutText))}
+	if end, ok := web.QuietUntil(a.Quiet, p.now()); ok {
+		pr.Held = "It is your quiet hours now (" + web.QuietWindow(a.Quiet) + ", Nairobi time): promotional messages wait, " +
+			"and go when they end, on " + web.EAT(end) + "."
+	}
+	return pr, nil
 }
 
 // messagesOf is the Messages page of a job.
