@@ -276,3 +276,38 @@ func TestSMPPServerSubmits(t *testing.T) {
 		t.Errorf("at shutdown the bound ESME got %+v; want unbind", r)
 	}
 }
+
+// A credential binds at most max_binds times at once, across bind types, and again once a
+// bind ends; one whose allow-list leaves out the peer's address does not bind at all.
+func TestSMPPServerBindLimits(t *testing.T) {
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	a := n.register("smpps-limits@example.com")
+	systemID, password := n.smppCredential(a, map[string]any{"max_binds": 2})
+	first, second := dialESME(t, n.smpp), dialESME(t, n.smpp)
+	if first.bind(smpp.BindTransmitter, systemID, password) != smpp.StatusOK || second.bind(smpp.BindReceiver, systemID, password) != smpp.StatusOK {
+		t.Fatal("two binds of a credential allowing 2 refused")
+	}
+	third := dialESME(t, n.smpp)
+	if st := third.bind(smpp.BindTransceiver, systemID, password); st != smpp.StatusBindFail {
+		t.Errorf("a third bind = %s; want ESME_RBINDFAIL", st)
+	}
+	if r := first.call(&smpp.PDU{Header: smpp.Header{ID: smpp.Unbind}}); r.ID != smpp.UnbindResp {
+		t.Fatalf("unbind = %s", r.ID)
+	}
+	first.read() // closed by the server: the bind is released by then
+	deadline := time.Now().Add(10 * time.Second)
+	for st := third.bind(smpp.BindTransceiver, systemID, password); st != smpp.StatusOK; st = third.bind(smpp.BindTransceiver, systemID, password) {
+		if st != smpp.StatusBindFail || time.Now().After(deadline) {
+			t.Fatalf("bind after another ended = %s", st)
+		}
+	}
+
+	fenced, fencedPassword := n.smppCredential(a, map[string]any{"allowed_ips": []string{"192.0.2.0/24"}})
+	e := dialESME(t, n.smpp)
+	if st := e.bind(smpp.BindTransceiver, fenced, fencedPassword); st != smpp.StatusBindFail {
+		t.Errorf("a bind from outside the allow-list = %s; want ESME_RBINDFAIL", st)
+	}
+	if st := e.bind(smpp.BindTransceiver, "nosuchsystem", fencedPassword); st != smpp.StatusInvPaswd {
+		t.Errorf("a bind with an unknown system_id = %s; want ESME_RINVPASWD", st)
+	}
+}
