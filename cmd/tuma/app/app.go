@@ -183,7 +183,8 @@ func (a *App) Run(ctx context.Context) error {
 			slog.String("api", a.cfg.PublicURL),
 			slog.String("docs", a.cfg.PublicURL+"/docs"),
 			slog.String("metrics", a.metricsURL()),
-			slog.String("listen", a.Addr()))
+			slog.String("listen", a.Addr()),
+			slog.String("smpp", a.SMPPServerAddr()))
 		select {
 		case <-ctx.Done():
 		case err = <-serveErr:
