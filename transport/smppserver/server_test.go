@@ -171,3 +171,60 @@ func FuzzSession(f *testing.F) {
 		check.Close()
 	})
 }
+
+// gateSender holds every submit until its gate opens, telling when one arrives.
+type gateSender struct {
+	arrived chan struct{}
+	gate    chan struct{}
+}
+
+func (g gateSender) Submit(ctx context.Context, s Submit) (Accepted, error) {
+	g.arrived <- struct{}{}
+	<-g.gate
+	return Accepted{MessageID: "held"}, nil
+}
+
+// Shutting down answers the submit in flight before it unbinds the ESME, and takes no new
+// connection.
+func TestShutdownAnswersInFlight(t *testing.T) {
+	g := gateSender{arrived: make(chan struct{}, 1), gate: make(chan struct{})}
+	s, err := New(Options{Addr: "127.0.0.1:0"}, Deps{Log: slog.New(slog.DiscardHandler), Binds: anyBind{}, Sender: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	nc := dial(t, s)
+	write(t, nc, &smpp.PDU{Header: smpp.Header{ID: smpp.BindTransceiver, Seq: 1}, SystemID: "x", Password: "pw"})
+	if r := readPDU(t, nc); r == nil || r.Status != smpp.StatusOK {
+		t.Fatalf("bind = %+v", r)
+	}
+	write(t, nc, &smpp.PDU{Header: smpp.Header{ID: smpp.SubmitSM, Seq: 2}, Dest: "0712345678", ShortMessage: []byte("hi")})
+	<-g.arrived
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- s.Shutdown(ctx)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the listener closes first
+		c, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("still accepting while shutting down")
+		}
+	}
+	close(g.gate)
+	if r := readPDU(t, nc); r == nil || r.ID != smpp.SubmitSMResp || r.Seq != 2 || r.Status != smpp.StatusOK || r.MessageID != "held" {
+		t.Fatalf("the submit in flight at shutdown = %+v; want its resp", r)
+	}
+	if r := readPDU(t, nc); r == nil || r.ID != smpp.Unbind {
+		t.Fatalf("after the last resp = %+v; want unbind", r)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
