@@ -16,13 +16,15 @@ export TUMA_AUTH_LIMIT_PER_IP ?= 0
 
 .PHONY: run build test vet fmt-check lint bench drills fuzz migrate stores clean screenshots
 
-## run: start PostgreSQL and Redis if needed, build, migrate and serve on simulated carriers;
+## run: start PostgreSQL and Redis if needed, build, migrate and serve on simulated carriers
+## (and the tenants' SMPP server on 127.0.0.1:2775 unless TUMA_SMPP_SERVER_ADDR is set);
 ## the node prints where it is reached (TUMA_PUBLIC_URL, else TUMA_HTTP_ADDR) once listening
 run: stores build
 	@$(BIN) migrate
 	@echo
 	@echo "  Admin     Authorization: Bearer $$TUMA_ADMIN_TOKEN"
-	@exec $(BIN) serve --banner
+	@echo "  SMPP      $${TUMA_SMPP_SERVER_ADDR-127.0.0.1:2775} (tenants bind with /smpp/credentials; TUMA_SMPP_SERVER_ADDR= turns it off)"
+	@TUMA_SMPP_SERVER_ADDR=$${TUMA_SMPP_SERVER_ADDR-127.0.0.1:2775} exec $(BIN) serve --banner
 
 ## build: compile the server to bin/tuma and the lab (load tests, drills) to bin/tuma-lab
 build:

@@ -26,6 +26,7 @@ var importRules = []struct {
 	{"transport/auth", []string{"transport/api", "actors"}, "adapters to the outside are used by the front door, not the other way"},
 	{"transport/mail", []string{"transport/api", "actors"}, "adapters to the outside are used by the front door, not the other way"},
 	{"transport/payments", []string{"transport/api", "actors"}, "adapters to the outside are used by the front door, not the other way"},
+	{"transport/smppserver", []string{"transport/api", "transport/web"}, "the SMPP edge sends through the interface it declares, not the HTTP front door"},
 	{"transport", []string{"bench", "cmd"}, "the front door is wired by cmd, never the reverse"},
 	{"bench/drill", []string{"actors", "persistence", "transport", "carriers", "cmd"}, "drills see a node only as an operator does: over HTTP and its database"},
 	{"cmd/tuma", []string{"bench"}, "the server binary links none of the lab (cmd/tuma-lab does)"},
@@ -139,7 +140,7 @@ func TestImportRules(t *testing.T) {
 func TestImportRulesCatchViolations(t *testing.T) {
 	for _, bad := range [][2]string{
 		{"persistence/redis", "transport/api"}, {"actors", "transport/api"}, {"carriers/sim", "actors"},
-		{"transport/mail", "transport/api"}, {"bench/drill", "persistence"}, {"persistence", "cmd/tuma/app"},
+		{"transport/mail", "transport/api"}, {"transport/smppserver", "transport/api/sms"}, {"bench/drill", "persistence"}, {"persistence", "cmd/tuma/app"},
 		{"transport/api/sms", "transport/api/wallet"}, {"transport/web/send", "transport/web/wallet"},
 		{"cmd/tuma", "bench"}, {"cmd/tuma", "bench/drill"}, {"cmd/tuma/app", "bench/smtpsink"}, {"actors", "bench/smtpsink"},
 	} {

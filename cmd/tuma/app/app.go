@@ -25,6 +25,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/sandbox"
 	"github.com/tuma-sms/tuma/transport/mail"
 	"github.com/tuma-sms/tuma/transport/payments"
+	"github.com/tuma-sms/tuma/transport/smppserver"
 	"github.com/tuma-sms/tuma/transport/webhooks"
 )
 
@@ -70,6 +71,7 @@ type App struct {
 	confirm     *payments.Confirmer
 	hooks       *sandbox.Hooks // nil unless the sandbox provider is on
 	http        *api.Server
+	smppServer  *smppserver.Server // nil unless TUMA_SMPP_SERVER_ADDR is set
 
 	webhookMetrics *webhooks.Metrics
 	stopWebhooks   func() // ends the webhook attempts under way (their leases lapse)
@@ -122,6 +124,14 @@ func New(_ context.Context, cfg Config, log *slog.Logger, opts ...Option) (*App,
 // Addr is the address the API listens on (useful when configured with port 0).
 func (a *App) Addr() string { return a.ln.Addr().String() }
 
+// SMPPServerAddr is the address the tenants' SMPP server listens on, "" when off.
+func (a *App) SMPPServerAddr() string {
+	if a.smppServer == nil {
+		return ""
+	}
+	return a.smppServer.Addr()
+}
+
 // Ready is closed once the node has booted and takes every request.
 func (a *App) Ready() <-chan struct{} { return a.ready }
 
@@ -165,12 +175,16 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	if err == nil {
 		a.front.Attach(a.http)
+		if a.smppServer != nil {
+			a.smppServer.Start()
+		}
 		close(a.ready)
 		a.log.Info("tuma is serving",
 			slog.String("api", a.cfg.PublicURL),
 			slog.String("docs", a.cfg.PublicURL+"/docs"),
 			slog.String("metrics", a.metricsURL()),
-			slog.String("listen", a.Addr()))
+			slog.String("listen", a.Addr()),
+			slog.String("smpp", a.SMPPServerAddr()))
 		select {
 		case <-ctx.Done():
 		case err = <-serveErr:
@@ -186,6 +200,11 @@ func (a *App) Run(ctx context.Context) error {
 	defer cancel()
 	if serr := a.front.Shutdown(sctx); serr != nil {
 		err = errors.Join(err, serr)
+	}
+	if a.smppServer != nil { // before the engine: the submits in flight are answered
+		if serr := a.smppServer.Shutdown(sctx); serr != nil {
+			err = errors.Join(err, serr)
+		}
 	}
 	if a.internal != nil {
 		if serr := a.internal.ShutdownWithContext(sctx); serr != nil {

@@ -37,6 +37,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/auth"
 	"github.com/tuma-sms/tuma/transport/mail"
 	"github.com/tuma-sms/tuma/transport/payments"
+	"github.com/tuma-sms/tuma/transport/smppserver"
 	"github.com/tuma-sms/tuma/transport/webhooks"
 )
 
@@ -183,6 +184,13 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	sending := sms.New(sms.Options{DeliveryRate: perPeriod(cfg.DeliveryChecksPerMinute, time.Minute)}, sms.Deps{
 		Store: a.store, Engine: a.engine, Keys: keys, Limiter: limiter, Lists: lists, Plan: plan,
 	})
+	if cfg.SMPPServerAddr != "" {
+		a.smppServer, err = smppserver.New(smppserver.Options{Addr: cfg.SMPPServerAddr}, smppserver.Deps{
+			Log: log, Binds: smppBinds{a.store, smppPasswords}, Sender: smppSends{sending}})
+		if err != nil {
+			return nil, fmt.Errorf("TUMA_SMPP_SERVER_ADDR: %w", err)
+		}
+	}
 	hooks := apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
 		Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake})
 	smppCredentials := apismpp.New(apismpp.Options{PerAccount: cfg.SMPPCredentialsPerAccount},

@@ -72,12 +72,13 @@ type Config struct {
 	TrustedProxies   []netip.Prefix // peers whose X-Forwarded-For is believed
 
 	// Budgets of what outside input can make a node do (0: off).
-	AuthLimitPerIP            int // per minute, unauthenticated auth endpoints
-	SignupLimitPerIP          int // per hour
-	CodeAttemptsPerDay        int // wrong verification codes per account, across codes
-	DeliveryChecksPerMinute   int // live carrier status checks per account
-	LocalLimitKeys            int // in-process rate-limit buckets while Redis is down
-	SMPPCredentialsPerAccount int // SMPP credentials an account may have
+	AuthLimitPerIP            int    // per minute, unauthenticated auth endpoints
+	SignupLimitPerIP          int    // per hour
+	CodeAttemptsPerDay        int    // wrong verification codes per account, across codes
+	DeliveryChecksPerMinute   int    // live carrier status checks per account
+	LocalLimitKeys            int    // in-process rate-limit buckets while Redis is down
+	SMPPCredentialsPerAccount int    // SMPP credentials an account may have
+	SMPPServerAddr            string // the tenants' SMPP server; "" = off
 
 	SimLatency      time.Duration
 	SimReceiptDelay time.Duration

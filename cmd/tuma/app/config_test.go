@@ -177,6 +177,7 @@ func TestTrustedProxiesAndRemovedVariables(t *testing.T) {
 		"TUMA_TRUSTED_PROXIES":     {"TUMA_TRUSTED_PROXIES": "10.0.0.300"},
 		"TUMA_PPROF":               {"TUMA_PPROF": "true"}, // without an admin token
 		"TUMA_METRICS_ADDR":        {"TUMA_METRICS_ADDR": "9100"},
+		"TUMA_SMPP_SERVER_ADDR":    {"TUMA_SMPP_SERVER_ADDR": "2775"},
 		"TUMA_TRUST_FORWARDED_FOR": {"TUMA_TRUST_FORWARDED_FOR": "true"},
 	} {
 		if _, err := LoadConfig(env(want)); err == nil || !strings.Contains(err.Error(), vars) {
@@ -195,7 +196,7 @@ func TestLimitDefaultsAndZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.AuthLimitPerIP != 60 || c.SignupLimitPerIP != 10 || c.CodeAttemptsPerDay != 20 || c.DeliveryChecksPerMinute != 60 ||
-		c.LocalLimitKeys != 100_000 || c.MailGiveUp != 24*time.Hour || c.MetricsAddr != "" || c.Pprof || c.JobWindow != 256 {
+		c.LocalLimitKeys != 100_000 || c.MailGiveUp != 24*time.Hour || c.MetricsAddr != "" || c.SMPPServerAddr != "" || c.Pprof || c.JobWindow != 256 {
 		t.Errorf("defaults = %+v", c)
 	}
 	zero := map[string]string{}

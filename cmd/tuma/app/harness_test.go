@@ -30,6 +30,7 @@ type node struct {
 	http     *http.Client
 	stop     func()
 	logs     *syncBuffer // what the node logged at warn and above
+	smpp     string      // the tenants' SMPP server (TUMA_SMPP_SERVER_ADDR), "" when off
 }
 
 // syncBuffer is a buffer safe for a logger writing while a test reads.
@@ -109,6 +110,7 @@ func bootNode(t *testing.T, env map[string]string, opts ...app.Option) (*node, e
 		t.Fatalf("node did not boot within a minute")
 	}
 	n := &node{t: t, base: "http://" + a.Addr(), dbURL: cfg.DatabaseURL, http: &http.Client{Timeout: 30 * time.Second}, logs: logs}
+	n.smpp = a.SMPPServerAddr()
 	if ia := a.InternalAddr(); ia != "" {
 		n.internal = "http://" + ia
 	}

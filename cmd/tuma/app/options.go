@@ -185,6 +185,18 @@ func options() []option {
 		smppOption(carriers.Safaricom),
 		smppOption(carriers.Airtel),
 		smppOption(carriers.Telkom),
+		{"TUMA_SMPP_SERVER_ADDR", "", "address of the SMPP 3.4 server for tenants' ESMEs, binding with /smpp/credentials (transport/smppserver/README.md); unset: off", false,
+			func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				if _, _, err := net.SplitHostPort(v); err != nil {
+					return errors.New("must be host:port")
+				}
+				c.SMPPServerAddr = v
+				return nil
+			},
+			func(c *Config) string { return c.SMPPServerAddr }},
 		intOption("TUMA_SMPP_CREDENTIALS_PER_ACCOUNT", "10", "most SMPP credentials (/smpp/credentials: system_id, password, allowed addresses) an account may have (0 = no limit)", func(c *Config) *int { return &c.SMPPCredentialsPerAccount }, 0, 100_000),
 		{"TUMA_LOG_LEVEL", "info", "debug, info, warn or error", false,
 			func(c *Config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) },

@@ -1,0 +1,209 @@
+// Package smppserver is the SMPP 3.4 front door for tenants: an ESME binds with an account's
+// SMPP credential (persistence.VerifySMPPCredential) and its submit_sm go through the same
+// send as POST /sms/send. The codec and framing are carriers/smpp's; this package owns the
+// listener, one goroutine per connection, the bind rules and the command statuses
+// (README.md in this folder).
+package smppserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// Options shape the server. Zero values take the defaults below.
+type Options struct {
+	Addr          string        // listen address (port 0 picks one)
+	SystemID      string        // the system_id bind responses carry; default "tuma"
+	BindTimeout   time.Duration // a connection not bound by then is closed; default 30s
+	Window        int           // submit_sm in flight per bind; the reader waits past it; default 64
+	SubmitTimeout time.Duration // the longest a submit waits for its send; default 30s
+}
+
+// Defaults of Options.
+const (
+	DefaultBindTimeout   = 30 * time.Second
+	DefaultWindow        = 64
+	DefaultSubmitTimeout = 30 * time.Second
+)
+
+// Binds checks a bind's credentials (persistence.Store.VerifySMPPCredential with the
+// passwords' checker).
+type Binds interface {
+	VerifySMPPCredential(ctx context.Context, systemID, password string) (persistence.SMPPBind, error)
+}
+
+// Submit is one submit_sm, decoded: what a send of one recipient is asked.
+type Submit struct {
+	AccountID uuid.UUID
+	To        string // destination_addr as the ESME wrote it
+	From      string // source_addr: an approved sender's name, "" for the account's default
+	Text      string
+}
+
+// Accepted is a submit the send took: durable and charged.
+type Accepted struct {
+	MessageID string // what submit_sm_resp carries
+}
+
+// Sender sends a submit exactly as POST /sms/send sends its body. Its errors are the
+// engine's (insufficient balance, every recipient suppressed, busy, stopping) or one of the
+// Err* below for input the send refused.
+type Sender interface {
+	Submit(ctx context.Context, s Submit) (Accepted, error)
+}
+
+// Input a Sender refuses.
+var (
+	ErrBadDestination = errors.New("smppserver: destination is not a reachable Kenyan mobile number")
+	ErrBadSource      = errors.New("smppserver: source is not an approved sender of the account")
+	ErrBadText        = errors.New("smppserver: message empty or too long")
+)
+
+// Deps are the server's collaborators.
+type Deps struct {
+	Log    *slog.Logger
+	Binds  Binds
+	Sender Sender
+}
+
+// Server is a listening SMPP server. Start serves; Shutdown stops.
+type Server struct {
+	opts Options
+	deps Deps
+	log  *slog.Logger
+	ln   net.Listener
+	wg   sync.WaitGroup // the accept loop and every session
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	binds    map[uuid.UUID]int // live binds by credential
+	closed   bool
+}
+
+// New listens on opts.Addr; nothing is accepted before Start.
+func New(opts Options, deps Deps) (*Server, error) {
+	if opts.SystemID == "" {
+		opts.SystemID = "tuma"
+	}
+	if opts.BindTimeout <= 0 {
+		opts.BindTimeout = DefaultBindTimeout
+	}
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
+	if opts.SubmitTimeout <= 0 {
+		opts.SubmitTimeout = DefaultSubmitTimeout
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("smpp server: listen on %s: %w", opts.Addr, err)
+	}
+	return &Server{opts: opts, deps: deps, log: deps.Log, ln: ln, sessions: map[*session]struct{}{},
+		binds: map[uuid.UUID]int{}}, nil
+}
+
+// Addr is where the server listens.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Start accepts connections on a goroutine the server owns until Shutdown.
+func (s *Server) Start() {
+	s.wg.Add(1)
+	go s.accept()
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			s.log.Error("smpp server: accept", slog.Any("error", err))
+			time.Sleep(100 * time.Millisecond) // out of descriptors: do not spin
+			continue
+		}
+		ss := newSession(s, nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		s.sessions[ss] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go ss.serve()
+	}
+}
+
+// Shutdown stops accepting, stops reading requests, answers the submits in flight, sends
+// each bound ESME unbind and closes; connections still open when ctx ends are dropped.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	_ = s.ln.Close()
+	all := make([]*session, 0, len(s.sessions))
+	for ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range all {
+		ss.stop()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for ss := range s.sessions {
+			ss.c.Close(errors.New("smpp server: shutdown timed out"))
+		}
+		s.mu.Unlock()
+		<-done
+		return fmt.Errorf("smpp server: shutdown: %w", ctx.Err())
+	}
+}
+
+// reserve counts a bind of credential id, refusing one past max.
+func (s *Server) reserve(id uuid.UUID, max int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if max > 0 && s.binds[id] >= max {
+		return false
+	}
+	s.binds[id]++
+	return true
+}
+
+func (s *Server) release(id uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.binds[id]--; s.binds[id] <= 0 {
+		delete(s.binds, id)
+	}
+}
+
+func (s *Server) forget(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	s.mu.Unlock()
+}

@@ -1,0 +1,94 @@
+package smppserver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/carriers/smpp"
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// Statuses this server answers beyond SMPP 3.4's (README.md in this folder).
+const (
+	// StatusInvDCS is SMPP 5.0's ESME_RINVDCS: a data_coding this server does not read, or
+	// a short_message that does not decode with it.
+	StatusInvDCS smpp.Status = 0x104
+	// StatusSuppressed (vendor-specific range) refuses a destination on the account's
+	// suppression list: nothing is sent or charged.
+	StatusSuppressed smpp.Status = 0x400
+)
+
+// submit sends one submit_sm and answers it once the send has returned.
+func (ss *session) submit(p *smpp.PDU) {
+	defer func() { <-ss.window }()
+	defer ss.subs.Done()
+	resp := smpp.PDU{Header: smpp.Header{ID: smpp.SubmitSMResp, Seq: p.Seq}}
+	sub, st := readSubmit(p)
+	if st == smpp.StatusOK {
+		sub.AccountID = ss.bind.AccountID
+		ctx, cancel := context.WithTimeout(context.Background(), ss.s.opts.SubmitTimeout)
+		a, err := ss.s.deps.Sender.Submit(ctx, sub)
+		cancel()
+		resp.MessageID, st = a.MessageID, statusOf(err)
+		if st == smpp.StatusSysErr {
+			ss.s.log.Error("smpp server: submit", slog.String("account", sub.AccountID.String()), slog.Any("error", err))
+		}
+	}
+	if st != smpp.StatusOK {
+		resp.MessageID = ""
+	}
+	resp.Status = st
+	_ = ss.c.Send(&resp)
+}
+
+// readSubmit decodes a submit_sm's text by its data_coding: the default alphabet (GSM 03.38,
+// unpacked), IA5, Latin-1 or UCS-2, from short_message or message_payload.
+func readSubmit(p *smpp.PDU) (Submit, smpp.Status) {
+	seg, err := smpp.ReadSegment(p)
+	switch {
+	case err != nil:
+		return Submit{}, smpp.StatusInvESMClass
+	case seg.Concatenated: // joining parts is not built yet: refused, never sent in pieces
+		return Submit{}, smpp.StatusInvESMClass
+	}
+	body := seg.Body
+	if payload, ok := p.TLV(smpp.TagMessagePayload); ok {
+		if len(p.ShortMessage) > 0 { // the spec allows one or the other
+			return Submit{}, smpp.StatusInvMsgLen
+		}
+		body = payload
+	}
+	switch p.DataCoding {
+	case smpp.CodingDefault, 0x01, 0x03, smpp.CodingUCS2:
+	default:
+		return Submit{}, StatusInvDCS
+	}
+	text, err := smpp.DecodeText(p.DataCoding, body)
+	if err != nil {
+		return Submit{}, StatusInvDCS
+	}
+	return Submit{To: p.Dest, From: p.Source, Text: text}, smpp.StatusOK
+}
+
+// statusOf is the submit_sm_resp status of a send's outcome.
+func statusOf(err error) smpp.Status {
+	switch {
+	case err == nil:
+		return smpp.StatusOK
+	case errors.Is(err, ErrBadDestination):
+		return smpp.StatusInvDstAdr
+	case errors.Is(err, ErrBadSource):
+		return smpp.StatusInvSrcAdr
+	case errors.Is(err, ErrBadText):
+		return smpp.StatusInvMsgLen
+	case errors.Is(err, persistence.ErrInsufficientBalance):
+		return smpp.StatusSubmitFail
+	case errors.Is(err, actors.ErrAllSuppressed):
+		return StatusSuppressed
+	case errors.Is(err, actors.ErrBusy), errors.Is(err, context.DeadlineExceeded):
+		return smpp.StatusThrottled
+	}
+	return smpp.StatusSysErr
+}
