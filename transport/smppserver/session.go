@@ -23,8 +23,9 @@ type session struct {
 	c      *smpp.Conn
 	peer   netip.Addr
 	window chan struct{}
-	subs   sync.WaitGroup // submits in flight
-	quit   atomic.Bool    // the server is shutting down
+	subs   sync.WaitGroup    // submits in flight
+	quit   atomic.Bool       // the server is shutting down
+	parts  *smpp.Reassembler // concatenated submits' parts (concat.go)
 
 	// Written by the reader alone, read by submits started after the bind.
 	bound smpp.CommandID // the bind request that succeeded; 0: not bound
@@ -37,7 +38,8 @@ func newSession(s *Server, nc net.Conn) *session {
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		peer = ap.Addr()
 	}
-	return &session{s: s, nc: nc, c: smpp.NewConn(nc), peer: peer, window: make(chan struct{}, s.opts.Window)}
+	return &session{s: s, nc: nc, c: smpp.NewConn(nc), peer: peer, window: make(chan struct{}, s.opts.Window),
+		parts: smpp.NewReassembler(PartsWait, MaxParts)}
 }
 
 // stop asks the reader to finish: the read in progress fails at once.
@@ -63,6 +65,7 @@ func (ss *session) serve() {
 	unbound := ss.read(boundAt)
 	timer.Stop()
 	ss.subs.Wait() // every submit read is answered before the last word
+	ss.dropExpired(time.Now().Add(PartsWait))
 	if ss.bound != 0 {
 		if !unbound && ss.quit.Load() {
 			ss.seq++

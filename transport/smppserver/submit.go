@@ -25,8 +25,17 @@ func (ss *session) submit(p *smpp.PDU) {
 	defer func() { <-ss.window }()
 	defer ss.subs.Done()
 	resp := smpp.PDU{Header: smpp.Header{ID: smpp.SubmitSMResp, Seq: p.Seq}}
-	sub, st := readSubmit(p)
-	if st == smpp.StatusOK {
+	sub, part, st := readSubmit(p)
+	var j joined
+	if st == smpp.StatusOK && part {
+		j, st = ss.join(p)
+		sub = j.sub
+	}
+	switch {
+	case st != smpp.StatusOK:
+	case j.held: // answered on receipt; the message is sent with its last part
+		resp.MessageID = heldID()
+	default:
 		sub.AccountID = ss.bind.AccountID
 		ctx, cancel := context.WithTimeout(context.Background(), ss.s.opts.SubmitTimeout)
 		a, err := ss.s.deps.Sender.Submit(ctx, sub)
@@ -34,6 +43,9 @@ func (ss *session) submit(p *smpp.PDU) {
 		resp.MessageID, st = a.MessageID, statusOf(err)
 		if st == smpp.StatusSysErr {
 			ss.s.log.Error("smpp server: submit", slog.String("account", sub.AccountID.String()), slog.Any("error", err))
+		}
+		if st != smpp.StatusOK {
+			ss.unjoin(j)
 		}
 	}
 	if st != smpp.StatusOK {
@@ -44,32 +56,37 @@ func (ss *session) submit(p *smpp.PDU) {
 }
 
 // readSubmit decodes a submit_sm's text by its data_coding: the default alphabet (GSM 03.38,
-// unpacked), IA5, Latin-1 or UCS-2, from short_message or message_payload.
-func readSubmit(p *smpp.PDU) (Submit, smpp.Status) {
-	seg, err := smpp.ReadSegment(p)
-	switch {
-	case err != nil:
-		return Submit{}, smpp.StatusInvESMClass
-	case seg.Concatenated: // joining parts is not built yet: refused, never sent in pieces
-		return Submit{}, smpp.StatusInvESMClass
+// unpacked), IA5, Latin-1 or UCS-2, from short_message or message_payload. A part of a
+// concatenated message (part true) is checked but not decoded: its message is, once joined.
+func readSubmit(p *smpp.PDU) (sub Submit, part bool, st smpp.Status) {
+	payload, hasPayload := p.TLV(smpp.TagMessagePayload)
+	if hasPayload && len(p.ShortMessage) > 0 { // the spec allows one or the other
+		return Submit{}, false, smpp.StatusInvMsgLen
 	}
-	body := seg.Body
-	if payload, ok := p.TLV(smpp.TagMessagePayload); ok {
-		if len(p.ShortMessage) > 0 { // the spec allows one or the other
-			return Submit{}, smpp.StatusInvMsgLen
-		}
-		body = payload
+	q := *p
+	if hasPayload {
+		q.ShortMessage = payload
+	}
+	seg, err := smpp.ReadSegment(&q)
+	if err != nil {
+		return Submit{}, false, smpp.StatusInvESMClass
 	}
 	switch p.DataCoding {
 	case smpp.CodingDefault, 0x01, 0x03, smpp.CodingUCS2:
 	default:
-		return Submit{}, StatusInvDCS
+		return Submit{}, false, StatusInvDCS
 	}
-	text, err := smpp.DecodeText(p.DataCoding, body)
+	if seg.Concatenated && seg.Total > 1 {
+		if len(seg.Body) == 0 {
+			return Submit{}, false, smpp.StatusInvMsgLen
+		}
+		return Submit{}, true, smpp.StatusOK
+	}
+	text, err := smpp.DecodeText(p.DataCoding, seg.Body)
 	if err != nil {
-		return Submit{}, StatusInvDCS
+		return Submit{}, false, StatusInvDCS
 	}
-	return Submit{To: p.Dest, From: p.Source, Text: text}, smpp.StatusOK
+	return Submit{To: p.Dest, From: p.Source, Text: text}, false, smpp.StatusOK
 }
 
 // statusOf is the submit_sm_resp status of a send's outcome.
