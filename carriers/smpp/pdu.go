@@ -76,6 +76,14 @@ func (id CommandID) String() string {
 		return "enquire_link"
 	case EnquireLinkResp:
 		return "enquire_link_resp"
+	case SubmitMulti:
+		return "submit_multi"
+	case SubmitMultiResp:
+		return "submit_multi_resp"
+	case DataSM:
+		return "data_sm"
+	case DataSMResp:
+		return "data_sm_resp"
 	}
 	return fmt.Sprintf("command(%#08x)", uint32(id))
 }
@@ -109,7 +117,8 @@ type PDU struct {
 	AddrTON, AddrNPI byte
 	AddressRange     string
 
-	// submit_sm and deliver_sm (the same layout); query_sm uses Source* too.
+	// submit_sm and deliver_sm (the same layout); query_sm uses Source* too; submit_multi all
+	// but Dest*; data_sm the addresses, ESMClass, RegisteredDelivery and DataCoding.
 	ServiceType          string
 	SourceTON, SourceNPI byte
 	Source               string
@@ -128,6 +137,9 @@ type PDU struct {
 
 	// submit_sm_resp, deliver_sm_resp, query_sm, query_sm_resp.
 	MessageID string
+	// submit_multi's destinations, and submit_multi_resp's refused ones (multi.go).
+	Dests     []Dest
+	Unsuccess []Unsuccess
 	// query_sm_resp.
 	FinalDate    string
 	MessageState byte
@@ -237,6 +249,19 @@ func Decode(b []byte, p *PDU) error {
 		if len(r.b) > 0 { // absent on an error status
 			p.MessageID = r.cstring(maxMessageID)
 		}
+	case SubmitMulti:
+		r.submitMulti(p)
+		tlvs = true
+	case SubmitMultiResp:
+		r.submitMultiResp(p)
+	case DataSM:
+		r.dataSM(p)
+		tlvs = true
+	case DataSMResp:
+		if len(r.b) > 0 {
+			p.MessageID = r.cstring(maxMessageID)
+			tlvs = true
+		}
 	case QuerySM:
 		p.MessageID = r.cstring(maxMessageID)
 		p.SourceTON, p.SourceNPI = r.byte(), r.byte()
@@ -303,6 +328,19 @@ func (p *PDU) Append(b []byte) ([]byte, error) {
 	case SubmitSMResp, DeliverSMResp:
 		if p.Status == StatusOK || p.MessageID != "" {
 			w.cstring(p.MessageID, maxMessageID)
+		}
+	case SubmitMulti:
+		w.submitMulti(p)
+		tlvs = true
+	case SubmitMultiResp:
+		w.submitMultiResp(p)
+	case DataSM:
+		w.dataSM(p)
+		tlvs = true
+	case DataSMResp:
+		if p.Status == StatusOK || p.MessageID != "" || len(p.TLVs) > 0 {
+			w.cstring(p.MessageID, maxMessageID)
+			tlvs = true
 		}
 	case QuerySM:
 		w.cstring(p.MessageID, maxMessageID)

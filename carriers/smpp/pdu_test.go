@@ -36,6 +36,18 @@ func samplePDUs() []PDU {
 		{Header: Header{ID: Unbind, Seq: 11}},
 		{Header: Header{ID: UnbindResp, Seq: 11}},
 		{Header: Header{ID: GenericNack, Status: StatusInvCmdID, Seq: 12}},
+		{Header: Header{ID: SubmitMulti, Seq: 13}, SourceTON: 5, Source: "TUMA", Dests: []Dest{
+			{Flag: DestSME, TON: 1, NPI: 1, Addr: "254712345678"}, {Flag: DestList, Addr: "staff"}},
+			ESMClass: ESMClassUDHI, RegisteredDelivery: 1, DataCoding: CodingUCS2, ShortMessage: []byte{5, 0, 3, 9, 2, 1, 0, 'h'},
+			TLVs: []TLV{ByteTLV(TagSarTotalSegments, 2)}},
+		{Header: Header{ID: SubmitMultiResp, Seq: 13}, MessageID: "m1", Unsuccess: []Unsuccess{
+			{TON: 1, NPI: 1, Addr: "0200000000", Status: StatusInvDstAdr}}},
+		{Header: Header{ID: SubmitMultiResp, Seq: 14}, MessageID: "m2"},
+		{Header: Header{ID: SubmitMultiResp, Status: StatusThrottled, Seq: 15}},
+		{Header: Header{ID: DataSM, Seq: 16}, SourceTON: 5, Source: "TUMA", DestTON: 1, DestNPI: 1, Dest: "254712345678",
+			RegisteredDelivery: 1, DataCoding: CodingUCS2, TLVs: []TLV{{Tag: TagMessagePayload, Value: []byte{0, 'h', 0, 'i'}}}},
+		{Header: Header{ID: DataSMResp, Seq: 16}, MessageID: "m3"},
+		{Header: Header{ID: DataSMResp, Status: StatusInvDstAdr, Seq: 17}},
 	}
 }
 
