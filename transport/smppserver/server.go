@@ -59,6 +59,9 @@ type Accepted struct {
 // Err* below for input the send refused.
 type Sender interface {
 	Submit(ctx context.Context, s Submit) (Accepted, error)
+	// SubmitMulti sends to the destinations it can, refusing the others (MultiAccepted.Refused)
+	// with ErrBadDestination when none is left.
+	SubmitMulti(ctx context.Context, m Multi) (MultiAccepted, error)
 }
 
 // Input a Sender refuses.

@@ -32,6 +32,10 @@ func (echoSender) Submit(_ context.Context, s Submit) (Accepted, error) {
 	return Accepted{MessageID: "m-" + s.To}, nil
 }
 
+func (echoSender) SubmitMulti(_ context.Context, m Multi) (MultiAccepted, error) {
+	return MultiAccepted{MessageID: "m-" + m.To[0]}, nil
+}
+
 func start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	opts.Addr = "127.0.0.1:0"
@@ -174,8 +178,9 @@ func FuzzSession(f *testing.F) {
 
 // gateSender holds every submit until its gate opens, telling when one arrives.
 type gateSender struct {
-	arrived chan struct{}
-	gate    chan struct{}
+	echoSender // for SubmitMulti
+	arrived    chan struct{}
+	gate       chan struct{}
 }
 
 func (g gateSender) Submit(ctx context.Context, s Submit) (Accepted, error) {

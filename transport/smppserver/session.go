@@ -105,7 +105,7 @@ func (ss *session) read(boundAt chan struct{}) (unbound bool) {
 			ss.subs.Wait()
 			_ = ss.c.Send(&resp)
 			return true
-		case smpp.SubmitSM:
+		case smpp.SubmitSM, smpp.SubmitMulti, smpp.DataSM:
 			if st := ss.canSubmit(); st != smpp.StatusOK {
 				resp.Status = st
 				break

@@ -20,11 +20,25 @@ const (
 	StatusSuppressed smpp.Status = 0x400
 )
 
-// submit sends one submit_sm and answers it once the send has returned.
+// submit sends one submit_sm, data_sm or submit_multi and answers it once the send has
+// returned.
 func (ss *session) submit(p *smpp.PDU) {
 	defer func() { <-ss.window }()
 	defer ss.subs.Done()
-	resp := smpp.PDU{Header: smpp.Header{ID: smpp.SubmitSMResp, Seq: p.Seq}}
+	var resp smpp.PDU
+	if p.ID == smpp.SubmitMulti {
+		resp = ss.sendMulti(p)
+	} else {
+		resp = ss.sendOne(p)
+	}
+	resp.ID, resp.Seq = p.ID.Response(), p.Seq
+	_ = ss.c.Send(&resp)
+}
+
+// sendOne sends a submit_sm or data_sm (one destination), or holds it as a part of a
+// concatenated message.
+func (ss *session) sendOne(p *smpp.PDU) smpp.PDU {
+	var resp smpp.PDU
 	sub, part, st := readSubmit(p)
 	var j joined
 	if st == smpp.StatusOK && part {
@@ -52,7 +66,7 @@ func (ss *session) submit(p *smpp.PDU) {
 		resp.MessageID = ""
 	}
 	resp.Status = st
-	_ = ss.c.Send(&resp)
+	return resp
 }
 
 // readSubmit decodes a submit_sm's text by its data_coding: the default alphabet (GSM 03.38,
