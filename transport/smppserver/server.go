@@ -26,6 +26,7 @@ type Options struct {
 	BindTimeout   time.Duration // a connection not bound by then is closed; default 30s
 	Window        int           // submit_sm in flight per bind; the reader waits past it; default 64
 	SubmitTimeout time.Duration // the longest a submit waits for its send; default 30s
+	TPS           int           // submits per second per account, all its binds on this node; 0: no limit
 }
 
 // Defaults of Options.
@@ -85,6 +86,7 @@ type Server struct {
 	log  *slog.Logger
 	ln   net.Listener
 	wg   sync.WaitGroup // the accept loop and every session
+	tps  *throttle
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
@@ -110,7 +112,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("smpp server: listen on %s: %w", opts.Addr, err)
 	}
-	return &Server{opts: opts, deps: deps, log: deps.Log, ln: ln, sessions: map[*session]struct{}{},
+	return &Server{opts: opts, deps: deps, log: deps.Log, ln: ln, tps: newThrottle(opts.TPS), sessions: map[*session]struct{}{},
 		binds: map[uuid.UUID]int{}}, nil
 }
 

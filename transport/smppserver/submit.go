@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/carriers/smpp"
@@ -26,9 +27,12 @@ func (ss *session) submit(p *smpp.PDU) {
 	defer func() { <-ss.window }()
 	defer ss.subs.Done()
 	var resp smpp.PDU
-	if p.ID == smpp.SubmitMulti {
+	switch {
+	case !ss.s.tps.allow(ss.bind.AccountID, time.Now()):
+		resp.Status = smpp.StatusThrottled
+	case p.ID == smpp.SubmitMulti:
 		resp = ss.sendMulti(p)
-	} else {
+	default:
 		resp = ss.sendOne(p)
 	}
 	resp.ID, resp.Seq = p.ID.Response(), p.Seq

@@ -185,7 +185,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		Store: a.store, Engine: a.engine, Keys: keys, Limiter: limiter, Lists: lists, Plan: plan,
 	})
 	if cfg.SMPPServerAddr != "" {
-		a.smppServer, err = smppserver.New(smppserver.Options{Addr: cfg.SMPPServerAddr}, smppserver.Deps{
+		a.smppServer, err = smppserver.New(smppserver.Options{Addr: cfg.SMPPServerAddr, TPS: cfg.SMPPServerTPS}, smppserver.Deps{
 			Log: log, Binds: smppBinds{a.store, smppPasswords}, Sender: smppSends{sending}})
 		if err != nil {
 			return nil, fmt.Errorf("TUMA_SMPP_SERVER_ADDR: %w", err)

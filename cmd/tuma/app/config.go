@@ -79,6 +79,7 @@ type Config struct {
 	LocalLimitKeys            int    // in-process rate-limit buckets while Redis is down
 	SMPPCredentialsPerAccount int    // SMPP credentials an account may have
 	SMPPServerAddr            string // the tenants' SMPP server; "" = off
+	SMPPServerTPS             int    // its submits per second per account on a node; 0 = no limit
 
 	SimLatency      time.Duration
 	SimReceiptDelay time.Duration
