@@ -151,6 +151,17 @@ func FuzzSession(f *testing.F) {
 	f.Add(append(bind, seed(&smpp.PDU{Header: smpp.Header{ID: smpp.SubmitSM, Seq: 2}, Dest: "0712345678", ShortMessage: []byte("hi")})...))
 	f.Add(append(bind, seed(&smpp.PDU{Header: smpp.Header{ID: smpp.SubmitSM, Seq: 2}, Dest: "1", ESMClass: smpp.ESMClassUDHI,
 		ShortMessage: []byte{5, 0, 3, 1, 2, 1, 'a'}})...))
+	sar := func(seq byte) []smpp.TLV {
+		return []smpp.TLV{smpp.Uint16TLV(smpp.TagSarMsgRefNum, 7), smpp.ByteTLV(smpp.TagSarTotalSegments, 2),
+			smpp.ByteTLV(smpp.TagSarSegmentSeqnum, seq)}
+	}
+	f.Add(append(append(bind, seed(&smpp.PDU{Header: smpp.Header{ID: smpp.SubmitSM, Seq: 2}, Dest: "1", DataCoding: smpp.CodingUCS2,
+		ShortMessage: []byte{0, 'a'}, TLVs: sar(2)})...), seed(&smpp.PDU{Header: smpp.Header{ID: smpp.SubmitSM, Seq: 3}, Dest: "1",
+		DataCoding: smpp.CodingUCS2, ShortMessage: []byte{0, 'b'}, TLVs: sar(1)})...))
+	f.Add(append(bind, seed(&smpp.PDU{Header: smpp.Header{ID: smpp.SubmitMulti, Seq: 2}, Dests: []smpp.Dest{
+		{Flag: smpp.DestSME, Addr: "0712345678"}, {Flag: smpp.DestList, Addr: "staff"}}, ShortMessage: []byte("hi")})...))
+	f.Add(append(bind, seed(&smpp.PDU{Header: smpp.Header{ID: smpp.DataSM, Seq: 2}, Dest: "0712345678",
+		TLVs: []smpp.TLV{{Tag: smpp.TagMessagePayload, Value: []byte("hi")}, smpp.ByteTLV(smpp.TagSarTotalSegments, 3)}})...))
 	f.Add(append(bind, seed(&smpp.PDU{Header: smpp.Header{ID: smpp.Unbind, Seq: 3}})...))
 	f.Add([]byte{0, 0, 0, 16, 0, 0, 9, 9, 0, 0, 0, 0, 0, 0, 0, 1})
 	s := start(f, Options{BindTimeout: time.Second, SubmitTimeout: time.Second})
