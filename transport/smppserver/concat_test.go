@@ -1,0 +1,96 @@
+package smppserver
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tuma-sms/tuma/carriers/smpp"
+)
+
+// flakySender refuses its first n submits as sends that failed, then records the others.
+type flakySender struct {
+	echoSender
+	mu    sync.Mutex
+	fails int
+	sent  []Submit
+}
+
+func (f *flakySender) Submit(_ context.Context, s Submit) (Accepted, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fails > 0 {
+		f.fails--
+		return Accepted{}, context.DeadlineExceeded
+	}
+	f.sent = append(f.sent, s)
+	return Accepted{MessageID: "job"}, nil
+}
+
+func (f *flakySender) submits() []Submit {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Submit(nil), f.sent...)
+}
+
+// udhPart is part seq of 3 of message ref, 16-bit reference.
+func udhPart(seq uint32, ref byte, part byte, text string) *smpp.PDU {
+	return &smpp.PDU{Header: smpp.Header{ID: smpp.SubmitSM, Seq: seq}, Source: "S", Dest: "0712345678", ESMClass: smpp.ESMClassUDHI,
+		ShortMessage: append([]byte{6, 8, 4, 0, ref, 3, part}, text...)}
+}
+
+// The completing part of a message whose send fails is answered with the failure and the
+// earlier parts stay held: resending it sends the whole message, once. Parts held when the
+// bind ends are never sent.
+func TestConcatenatedSendFailsThenResent(t *testing.T) {
+	f := &flakySender{fails: 1}
+	s, err := New(Options{Addr: "127.0.0.1:0"}, Deps{Log: slog.New(slog.DiscardHandler), Binds: anyBind{}, Sender: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	nc := dial(t, s)
+	write(t, nc, &smpp.PDU{Header: smpp.Header{ID: smpp.BindTransceiver, Seq: 1}, SystemID: "x", Password: "pw"})
+	if r := readPDU(t, nc); r == nil || r.Status != smpp.StatusOK {
+		t.Fatalf("bind = %+v", r)
+	}
+	call := func(p *smpp.PDU) *smpp.PDU {
+		t.Helper()
+		write(t, nc, p)
+		r := readPDU(t, nc)
+		if r == nil || r.ID != smpp.SubmitSMResp || r.Seq != p.Seq {
+			t.Fatalf("part seq %d answered %+v", p.Seq, r)
+		}
+		return r
+	}
+	for i, part := range []byte{3, 1} {
+		if r := call(udhPart(uint32(2+i), 9, part, "ab")); r.Status != smpp.StatusOK || r.MessageID == "" || r.MessageID == "job" {
+			t.Fatalf("held part %d = %s %q; want ESME_ROK with an id of its own", part, r.Status, r.MessageID)
+		}
+	}
+	if r := call(udhPart(4, 9, 2, "cd")); r.Status != smpp.StatusThrottled {
+		t.Fatalf("completing part whose send failed = %s; want ESME_RTHROTTLED", r.Status)
+	}
+	if r := call(udhPart(5, 9, 2, "cd")); r.Status != smpp.StatusOK || r.MessageID != "job" {
+		t.Fatalf("the completing part again = %s %q; want ESME_ROK job", r.Status, r.MessageID)
+	}
+	if got := f.submits(); len(got) != 1 || got[0].Text != "abcdab" || got[0].To != "0712345678" || got[0].From != "S" {
+		t.Fatalf("sent %+v; want one message abcdab", got)
+	}
+	// A message left incomplete at unbind is dropped.
+	call(udhPart(6, 10, 1, "zz"))
+	write(t, nc, &smpp.PDU{Header: smpp.Header{ID: smpp.Unbind, Seq: 7}})
+	if r := readPDU(t, nc); r == nil || r.ID != smpp.UnbindResp {
+		t.Fatalf("unbind = %+v", r)
+	}
+	if got := f.submits(); len(got) != 1 {
+		t.Errorf("after unbind, sent %+v; want the one message only", got)
+	}
+}
