@@ -184,8 +184,9 @@ func (s *Server) sendReceipts(ctx context.Context, ss *session, rs []persistence
 	}
 	wait, cancel := context.WithTimeout(ctx, s.opts.ReceiptTimeout)
 	defer cancel()
-	// Settling is not cut short by Shutdown: its writes are quick and keep the rows right.
-	settle := context.WithoutCancel(ctx)
+	// Settling is not cut short by Shutdown (its writes keep the rows right), only bounded.
+	settle, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer stop()
 	all := true
 	for i, o := range out {
 		r := &rs[i]

@@ -44,7 +44,7 @@ func (e *esme) answer(p *smpp.PDU, st smpp.Status) {
 
 // A transceiver gets the receipt of its submit as deliver_sm naming the message id its
 // submit_sm_resp carried; a receipt answered with an error comes again, and one answered OK
-// does not (the next receipt is the next message's).
+// does not (the next receipt is the next message's); HTTP sends get none.
 func TestSMPPServerReceiptsTransceiver(t *testing.T) {
 	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
 	a := n.register("smppr@example.com")
@@ -74,6 +74,23 @@ func TestSMPPServerReceiptsTransceiver(t *testing.T) {
 	}
 	e.answer(p, smpp.StatusOK)
 
+	// A message sent over HTTP is not receipted over SMPP: once it is final, the next
+	// receipt is still the next submit's.
+	r := n.send(a, map[string]any{"recipients": []string{"0712345670"}, "message": "over http"})
+	if r.Status != 202 {
+		t.Fatalf("HTTP send = %d %s", r.Status, r.Body)
+	}
+	job := r.json(t)["job_id"].(string)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		l := n.do("GET", "/sms/messages?job_id="+job, nil, key(a)...).json(t)["data"].([]any)
+		if len(l) == 1 && l[0].(map[string]any)["status"] == "delivered" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the HTTP send's message is %v; want delivered within 20s", l)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	_, id2 := e.submit("", "0712345679", smpp.CodingDefault, gsm7(t, "second"))
 	p, got = e.nextReceipt()
 	if got != id2 {
