@@ -23,20 +23,24 @@ CREATE TABLE smpp_receipts (
 );
 CREATE INDEX smpp_receipts_due_idx ON smpp_receipts (account_id, id) WHERE delivered_at IS NULL;
 
+-- smpp marks the messages of smpp jobs, so that the triggers below cost the other messages
+-- nothing: their WHEN is evaluated on the row, without a call or a lookup.
+ALTER TABLE messages ADD COLUMN smpp boolean NOT NULL DEFAULT false;
+
 CREATE FUNCTION tuma_smpp_receipt() RETURNS trigger AS $$
 BEGIN
     INSERT INTO smpp_receipts (account_id, message_id, status, recipient, sender, text, submitted_at, done_at)
     SELECT NEW.account_id, NEW.id, NEW.status, NEW.recipient, NEW.sender, left(coalesce(NEW.body, j.message), 20),
            NEW.created_at, coalesce(NEW.delivered_at, NEW.failed_at, now())
-    FROM jobs j WHERE j.id = NEW.job_id AND j.source = 'smpp';
+    FROM jobs j WHERE j.id = NEW.job_id;
     RETURN NULL;
 END $$ LANGUAGE plpgsql;
 
--- Row triggers with a WHEN: the function runs only for a message's final transition, so the
--- updates that mark messages sent pay nothing.
+-- Row triggers with a WHEN: the function runs only for an smpp message's final transition, so
+-- every other message, and the updates that mark messages sent, pay nothing.
 CREATE TRIGGER messages_smpp_receipt_update AFTER UPDATE OF status ON messages FOR EACH ROW
-    WHEN (NEW.status IN ('delivered', 'failed') AND OLD.status IS DISTINCT FROM NEW.status)
+    WHEN (NEW.smpp AND NEW.status IN ('delivered', 'failed') AND OLD.status IS DISTINCT FROM NEW.status)
     EXECUTE FUNCTION tuma_smpp_receipt();
 CREATE TRIGGER messages_smpp_receipt_insert AFTER INSERT ON messages FOR EACH ROW
-    WHEN (NEW.status IN ('delivered', 'failed'))
+    WHEN (NEW.smpp AND NEW.status IN ('delivered', 'failed'))
     EXECUTE FUNCTION tuma_smpp_receipt();

@@ -151,7 +151,11 @@ func CampaignStatuses() []CampaignStatus {
 
 // Sources are where a job came from: the API, the dashboard, a campaign, a keyword's
 // confirmation (SourceKeyword), or a submit_sm over the SMPP server.
-func Sources() []string { return []string{"api", "browser", "campaign", SourceKeyword, "smpp"} }
+func Sources() []string { return []string{"api", "browser", "campaign", SourceKeyword, SourceSMPP} }
+
+// SourceSMPP is the source of a job sent over the SMPP server: its messages owe the client a
+// delivery receipt (smpp_receipts).
+const SourceSMPP = "smpp"
 
 // SourceKeyword is the source of the free confirmation a keyword is answered with.
 const SourceKeyword = "keyword"
