@@ -21,7 +21,7 @@ type SendRequest struct {
 	Recipients  []persistence.Recipient // normalised and unique
 	Message     string
 	Sender      *persistence.Sender // an explicit approved sender; nil: the default, else shared
-	Source      string              // api | browser
+	Source      string              // api | browser | smpp
 	Idempotency *persistence.IdempotencyKey
 	Reference   *string // the caller's correlation id (ValidReference); nil: none
 	// Promotional: marketing (CONTRACT §15): the account's opt-out text is appended, and its
@@ -65,6 +65,10 @@ type SendResult struct {
 	Suppressed int   // left out: on the account's suppression list
 	Units      int64 // SMS parts billed: each recipient's text as sent, summed (CostCents = Units × price)
 	CostCents  int64
+	// MessageIDs are the messages written with the job, in recipient order, when it was
+	// small enough to be written inline (nil otherwise): the id a one-recipient send
+	// answers with over SMPP.
+	MessageIDs []uuid.UUID
 }
 
 // Quote is what Send would store and debit for the same request at this moment, worked out by

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
@@ -187,8 +188,15 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 		return
 	}
 	t.adopt(d.result.Wallet)
+	var ids []uuid.UUID
+	if len(req.job.Inline) > 0 {
+		ids = make([]uuid.UUID, len(req.job.Inline))
+		for i := range req.job.Inline {
+			ids[i] = req.job.Inline[i].ID
+		}
+	}
 	ctx.Send(req.reply, &SendResult{JobID: req.job.ID, Recipients: req.job.Recipients, Suppressed: req.job.Suppressed,
-		Units: req.job.Units, CostCents: req.job.CostCents})
+		Units: req.job.Units, CostCents: req.job.CostCents, MessageIDs: ids})
 	t.alertLowBalance(ctx)
 
 	m := t.e.m

@@ -152,7 +152,7 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, from int, msgs []NewMes
 		var rows copyRows
 		rows.reset()
 		for _, m := range msgs {
-			rows.row(13)
+			rows.row(14)
 			rows.uuid(m.ID)
 			rows.uuid(j.ID)
 			rows.uuid(j.AccountID)
@@ -166,9 +166,10 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, from int, msgs []NewMes
 			rows.int2(int16(m.Encoding))
 			rows.int4(int32(m.CostCents))
 			rows.timestamptz(accepted)
+			rows.bool(j.Source == SourceSMPP)
 		}
 		if _, err := rows.copyTo(ctx, tx, "messages",
-			"id, job_id, account_id, campaign_id, recipient, network, sender, body, prefixed, parts, encoding, cost_cents, created_at"); err != nil {
+			"id, job_id, account_id, campaign_id, recipient, network, sender, body, prefixed, parts, encoding, cost_cents, created_at, smpp"); err != nil {
 			return fmt.Errorf("copy messages: %w", err)
 		}
 		if j.CampaignID != nil && from == 0 {

@@ -149,9 +149,13 @@ func CampaignStatuses() []CampaignStatus {
 	return []CampaignStatus{CampaignQueued, CampaignScheduled, CampaignSending, CampaignCompleted, CampaignFailed, CampaignCancelled}
 }
 
-// Sources are where a job came from: the API, the dashboard, a campaign, or a keyword's
-// confirmation (SourceKeyword).
-func Sources() []string { return []string{"api", "browser", "campaign", SourceKeyword} }
+// Sources are where a job came from: the API, the dashboard, a campaign, a keyword's
+// confirmation (SourceKeyword), or a submit_sm over the SMPP server.
+func Sources() []string { return []string{"api", "browser", "campaign", SourceKeyword, SourceSMPP} }
+
+// SourceSMPP is the source of a job sent over the SMPP server: its messages owe the client a
+// delivery receipt (smpp_receipts).
+const SourceSMPP = "smpp"
 
 // SourceKeyword is the source of the free confirmation a keyword is answered with.
 const SourceKeyword = "keyword"

@@ -183,3 +183,19 @@ func itoa(n int) string {
 	}
 	return string(b[i:])
 }
+
+// Format writes the receipt in Appendix B's form, the inverse of ParseReceiptText: "id:… sub:…
+// dlvrd:… submit date:YYMMDDhhmm done date:YYMMDDhhmm stat:… err:… text:…", dates in UTC,
+// stat from State when Stat is empty, text cut to 20 characters.
+func (r ReceiptText) Format() string {
+	stat := r.Stat
+	if stat == "" {
+		stat = r.State.String()
+	}
+	text := []rune(r.Text)
+	if len(text) > 20 {
+		text = text[:20]
+	}
+	return "id:" + r.ID + " sub:" + r.Sub + " dlvrd:" + r.Dlvrd + " submit date:" + r.Submitted.UTC().Format("0601021504") +
+		" done date:" + r.Done.UTC().Format("0601021504") + " stat:" + stat + " err:" + r.Err + " text:" + string(text)
+}

@@ -119,3 +119,20 @@ func FuzzReceiptID(f *testing.F) {
 		}
 	})
 }
+
+// Format writes what ParseReceiptText reads back, dates to the minute, the text cut to 20.
+func TestFormatReceiptText(t *testing.T) {
+	sub := time.Date(2026, 11, 26, 6, 1, 0, 0, time.UTC)
+	r := ReceiptText{ID: "0a6e1c2d-3b4f-4a5b-8c9d-0e1f2a3b4c5d", Sub: "001", Dlvrd: "001", Submitted: sub,
+		Done: sub.Add(3 * time.Minute), State: StateDelivered, Err: "000", Text: "Your code is 1234, valid for 5 minutes"}
+	s := r.Format()
+	want := "id:0a6e1c2d-3b4f-4a5b-8c9d-0e1f2a3b4c5d sub:001 dlvrd:001 submit date:2611260601 done date:2611260604 stat:DELIVRD err:000 text:Your code is 1234, v"
+	if s != want {
+		t.Fatalf("Format() = %q; want %q", s, want)
+	}
+	got, ok := ParseReceiptText([]byte(s))
+	if !ok || got.ID != r.ID || got.Stat != "DELIVRD" || got.State != StateDelivered || !got.Submitted.Equal(r.Submitted) ||
+		!got.Done.Equal(r.Done) || got.Err != "000" || got.Text != "Your code is 1234, v" {
+		t.Errorf("ParseReceiptText(Format()) = %+v, %v", got, ok)
+	}
+}

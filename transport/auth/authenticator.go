@@ -21,6 +21,7 @@ type Source string
 const (
 	SourceAPI     Source = "api"     // X-API-Key
 	SourceBrowser Source = "browser" // Authorization: Bearer <access token>, or a dashboard session
+	SourceSMPP    Source = "smpp"    // a bind to the SMPP server (transport/smppserver)
 )
 
 // Principal is the authenticated caller.

@@ -27,6 +27,9 @@ type Options struct {
 	Window        int           // submit_sm in flight per bind; the reader waits past it; default 64
 	SubmitTimeout time.Duration // the longest a submit waits for its send; default 30s
 	TPS           int           // submits per second per account, all its binds on this node; 0: no limit
+
+	ReceiptPoll    time.Duration // how often bound accounts' receipts are looked for; default 1s
+	ReceiptTimeout time.Duration // the longest a deliver_sm_resp is awaited; default 10s
 }
 
 // Defaults of Options.
@@ -77,6 +80,8 @@ type Deps struct {
 	Log    *slog.Logger
 	Binds  Binds
 	Sender Sender
+	// Receipts are the delivery receipts owed (nil: none are delivered).
+	Receipts Receipts
 }
 
 // Server is a listening SMPP server. Start serves; Shutdown stops.
@@ -92,6 +97,9 @@ type Server struct {
 	sessions map[*session]struct{}
 	binds    map[uuid.UUID]int // live binds by credential
 	closed   bool
+
+	quit chan struct{} // closed by Shutdown: the receipts' goroutine ends
+	wake chan struct{} // a receiver bound: look for its receipts now
 }
 
 // New listens on opts.Addr; nothing is accepted before Start.
@@ -108,21 +116,32 @@ func New(opts Options, deps Deps) (*Server, error) {
 	if opts.SubmitTimeout <= 0 {
 		opts.SubmitTimeout = DefaultSubmitTimeout
 	}
+	if opts.ReceiptPoll <= 0 {
+		opts.ReceiptPoll = DefaultReceiptPoll
+	}
+	if opts.ReceiptTimeout <= 0 {
+		opts.ReceiptTimeout = DefaultReceiptTimeout
+	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("smpp server: listen on %s: %w", opts.Addr, err)
 	}
 	return &Server{opts: opts, deps: deps, log: deps.Log, ln: ln, tps: newThrottle(opts.TPS), sessions: map[*session]struct{}{},
-		binds: map[uuid.UUID]int{}}, nil
+		binds: map[uuid.UUID]int{}, quit: make(chan struct{}), wake: make(chan struct{}, 1)}, nil
 }
 
 // Addr is where the server listens.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Start accepts connections on a goroutine the server owns until Shutdown.
+// Start accepts connections, and delivers receipts, on goroutines the server owns until
+// Shutdown.
 func (s *Server) Start() {
 	s.wg.Add(1)
 	go s.accept()
+	if s.deps.Receipts != nil {
+		s.wg.Add(1)
+		go s.deliverReceipts()
+	}
 }
 
 func (s *Server) accept() {
@@ -162,6 +181,9 @@ func (s *Server) accept() {
 // each bound ESME unbind and closes; connections still open when ctx ends are dropped.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.quit)
+	}
 	s.closed = true
 	_ = s.ln.Close()
 	all := make([]*session, 0, len(s.sessions))

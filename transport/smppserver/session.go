@@ -26,11 +26,12 @@ type session struct {
 	subs   sync.WaitGroup    // submits in flight
 	quit   atomic.Bool       // the server is shutting down
 	parts  *smpp.Reassembler // concatenated submits' parts (concat.go)
+	rx     atomic.Bool       // bound as a receiver or transceiver, its bind_resp sent: receipts go here
+	out    outbound          // the server's own requests: deliver_sm, unbind
 
 	// Written by the reader alone, read by submits started after the bind.
 	bound smpp.CommandID // the bind request that succeeded; 0: not bound
 	bind  persistence.SMPPBind
-	seq   uint32 // the server's own requests (unbind)
 }
 
 func newSession(s *Server, nc net.Conn) *session {
@@ -64,12 +65,13 @@ func (ss *session) serve() {
 	})
 	unbound := ss.read(boundAt)
 	timer.Stop()
+	ss.rx.Store(false)
+	ss.out.close() // receipts awaiting an answer here are sent again
 	ss.subs.Wait() // every submit read is answered before the last word
 	ss.dropExpired(time.Now().Add(PartsWait))
 	if ss.bound != 0 {
 		if !unbound && ss.quit.Load() {
-			ss.seq++
-			_ = ss.c.Send(&smpp.PDU{Header: smpp.Header{ID: smpp.Unbind, Seq: ss.seq}})
+			_ = ss.c.Send(&smpp.PDU{Header: smpp.Header{ID: smpp.Unbind, Seq: ss.out.next()}})
 		}
 		s.release(ss.bind.CredentialID)
 	}
@@ -99,6 +101,9 @@ func (ss *session) read(boundAt chan struct{}) (unbound bool) {
 			ss.bindAs(&p, &resp)
 			if ss.bound != 0 && resp.Status == smpp.StatusOK {
 				close(boundAt)
+				_ = ss.c.Send(&resp)
+				ss.receiving()
+				continue
 			}
 		case smpp.EnquireLink:
 		case smpp.Unbind:
@@ -114,7 +119,13 @@ func (ss *session) read(boundAt chan struct{}) (unbound bool) {
 			ss.subs.Add(1)
 			go ss.submit(&p)
 			continue
-		case smpp.EnquireLinkResp, smpp.UnbindResp, smpp.GenericNack, smpp.DeliverSMResp:
+		case smpp.DeliverSMResp:
+			ss.out.answer(p.Seq, p.Status)
+			continue
+		case smpp.GenericNack: // a deliver_sm refused so is sent again
+			ss.out.answer(p.Seq, max(p.Status, smpp.StatusInvCmdID))
+			continue
+		case smpp.EnquireLinkResp, smpp.UnbindResp:
 			continue // answers to requests this server does not send yet, or its unbind
 		default: // decoded but not served here (query_sm, deliver_sm, responses to nothing)
 			resp.ID, resp.Status = smpp.GenericNack, smpp.StatusInvCmdID

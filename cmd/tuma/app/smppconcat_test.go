@@ -67,7 +67,7 @@ func TestSMPPServerConcatenated(t *testing.T) {
 		}
 		id = r.MessageID
 	}
-	m := n.messageByJob(a, id)
+	m := n.smppMessage(a, id)
 	cost := before - n.balance(a)
 	if m["message"] != text || m["parts"] != 3.0 || m["encoding"] != "gsm7" || m["recipient"] != "+254712345678" {
 		t.Errorf("the joined GSM-7 message = %v", m)
@@ -92,7 +92,7 @@ func TestSMPPServerConcatenated(t *testing.T) {
 		}
 		id = r.MessageID
 	}
-	m = n.messageByJob(a, id)
+	m = n.smppMessage(a, id)
 	cost = before - n.balance(a)
 	if m["message"] != uni || m["parts"] != 2.0 || m["encoding"] != "ucs2" || m["network"] != "airtel" {
 		t.Errorf("the joined UCS-2 message = %v", m)

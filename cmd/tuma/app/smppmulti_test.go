@@ -74,7 +74,7 @@ func TestSMPPServerSubmitMultiAndDataSM(t *testing.T) {
 	if r.ID != smpp.DataSMResp || r.Status != smpp.StatusOK || r.MessageID == "" {
 		t.Fatalf("data_sm = %s %s %q", r.ID, r.Status, r.MessageID)
 	}
-	if m := n.messageByJob(a, r.MessageID); m["message"] != uni || m["encoding"] != "ucs2" || m["recipient"] != "+254712345678" {
+	if m := n.smppMessage(a, r.MessageID); m["message"] != uni || m["encoding"] != "ucs2" || m["recipient"] != "+254712345678" {
 		t.Errorf("the data_sm's message = %v", m)
 	}
 	r = e.call(&smpp.PDU{Header: smpp.Header{ID: smpp.DataSM}, Dest: "0200000000",

@@ -6,7 +6,10 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/api"
@@ -26,17 +29,20 @@ func (b smppBinds) VerifySMPPCredential(ctx context.Context, systemID, password 
 }
 
 // smppSends sends a submit_sm as a JSON send of one recipient: the same checks, sender
-// resolution, pricing, suppressions and company prefix. The job's id is the message id the
-// ESME gets back (one recipient: one message).
+// resolution, pricing, suppressions and company prefix, recorded with source smpp. The
+// message's id (the UUID's text, 36 characters) is what the ESME gets back.
 type smppSends struct{ sending *sms.Handler }
 
 func (s smppSends) Submit(ctx context.Context, sub smppserver.Submit) (smppserver.Accepted, error) {
-	a, err := s.sending.Send(ctx, auth.Principal{AccountID: sub.AccountID, Source: auth.SourceAPI},
+	a, err := s.sending.Send(ctx, auth.Principal{AccountID: sub.AccountID, Source: auth.SourceSMPP},
 		sms.SendInput{Recipients: []string{sub.To}, Message: sub.Text, SenderID: sub.From}, nil)
 	if err != nil {
 		return smppserver.Accepted{}, smppRefusal(err)
 	}
-	return smppserver.Accepted{MessageID: a.JobID.String()}, nil
+	if a.MessageID == uuid.Nil { // one recipient is always written inline with its job
+		return smppserver.Accepted{}, fmt.Errorf("smpp submit: job %s wrote no message inline", a.JobID)
+	}
+	return smppserver.Accepted{MessageID: a.MessageID.String()}, nil
 }
 
 // smppRefusal names the field a send refused (a 422 problem) as the server's error for it.

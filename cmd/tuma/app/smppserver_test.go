@@ -128,14 +128,23 @@ func (n *node) smppCredential(a account, body map[string]any) (systemID, passwor
 	return m["system_id"].(string), m["password"].(string)
 }
 
-// messageByJob is the one message of a job, listed by GET /sms/messages.
-func (n *node) messageByJob(a account, job string) map[string]any {
+// smppMessage is the message a submit_sm_resp named, read by GET /sms/messages/{id}; it must
+// be the one message of its job, of source smpp.
+func (n *node) smppMessage(a account, id string) map[string]any {
 	n.t.Helper()
-	data := n.do("GET", "/sms/messages?job_id="+job, nil, key(a)...).json(n.t)["data"].([]any)
-	if len(data) != 1 {
-		n.t.Fatalf("job %s has %d messages; want 1", job, len(data))
+	r := n.do("GET", "/sms/messages/"+id, nil, key(a)...)
+	if r.Status != 200 {
+		n.t.Fatalf("GET /sms/messages/%s = %d %s", id, r.Status, r.Body)
 	}
-	return data[0].(map[string]any)
+	m := r.json(n.t)
+	if m["source"] != "smpp" {
+		n.t.Errorf("message %s has source %v; want smpp", id, m["source"])
+	}
+	data := n.do("GET", "/sms/messages?job_id="+m["job_id"].(string), nil, key(a)...).json(n.t)["data"].([]any)
+	if len(data) != 1 || data[0].(map[string]any)["id"] != id {
+		n.t.Errorf("job %v lists %v; want message %s alone", m["job_id"], data, id)
+	}
+	return m
 }
 
 // An ESME binds with a credential made over the API and its submit_sm are sent like
@@ -179,7 +188,7 @@ func TestSMPPServerSubmits(t *testing.T) {
 	if st != smpp.StatusOK || id == "" {
 		t.Fatalf("submit_sm GSM-7 = %s %q", st, id)
 	}
-	m := n.messageByJob(a, id)
+	m := n.smppMessage(a, id)
 	if m["message"] != text || m["recipient"] != "+254712345678" || m["sender_id"] != "ACMEBANK" || m["encoding"] != "gsm7" {
 		t.Errorf("the GSM-7 submit's message = %v", m)
 	}
@@ -199,7 +208,7 @@ func TestSMPPServerSubmits(t *testing.T) {
 	if st != smpp.StatusOK {
 		t.Fatalf("submit_sm UCS-2 = %s", st)
 	}
-	m = n.messageByJob(a, id)
+	m = n.smppMessage(a, id)
 	if m["message"] != "Acme Ltd: "+uni || m["encoding"] != "ucs2" || m["network"] != "airtel" || m["cost_kes"].(float64) <= 0 {
 		t.Errorf("the UCS-2 submit's message = %v", m)
 	}

@@ -27,6 +27,10 @@ type Accepted struct {
 	SMSCount int64   `json:"sms_count"`
 	CostKES  api.KES `json:"cost_kes"`
 	Status   string  `json:"status"`
+	// MessageID is the send's message when it has one recipient, written with its job
+	// (uuid.Nil otherwise, and on a replay): the SMPP server's answer. Not answered over
+	// HTTP, where GET /sms/messages?job_id= lists a job's messages.
+	MessageID uuid.UUID `json:"-"`
 }
 
 // Send checks the input and sends it: it returns once the job, its messages and its debit
@@ -43,9 +47,13 @@ func (h *Handler) Send(ctx context.Context, p auth.Principal, in SendInput, key 
 	if err != nil {
 		return Accepted{}, err
 	}
-	return Accepted{JobID: res.JobID, RecipientsCount: res.Recipients, SuppressedCount: res.Suppressed, SMSCount: res.Units,
+	a := Accepted{JobID: res.JobID, RecipientsCount: res.Recipients, SuppressedCount: res.Suppressed, SMSCount: res.Units,
 		CostKES: api.KES(res.CostCents),
-		Status:  "sent"}, nil
+		Status:  "sent"}
+	if len(res.MessageIDs) == 1 {
+		a.MessageID = res.MessageIDs[0]
+	}
+	return a, nil
 }
 
 // formKeys keeps the keys of SendOnce apart from the Idempotency-Keys of the account's API

@@ -1,0 +1,81 @@
+// SMPP delivery receipts (issue 36): the rows migration 026's trigger writes when a message of
+// an smpp job becomes final, claimed by the SMPP server to send as deliver_sm.
+
+package persistence
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// SMPPReceipt is a receipt owed to an account's SMPP receivers.
+type SMPPReceipt struct {
+	ID          int64 // the order per account
+	AccountID   uuid.UUID
+	MessageID   uuid.UUID
+	Status      MessageStatus // delivered or failed
+	Recipient   string        // E.164
+	Sender      string
+	Text        string // the message's first 20 characters
+	SubmittedAt time.Time
+	DoneAt      time.Time
+	Attempts    int
+}
+
+// ClaimSMPPReceipts leases up to limit of the account's receipts not yet delivered, oldest
+// first, for `lease`: no other claim (on any node) takes them until it ends or they are
+// released. Rows another claim holds are skipped, not waited for. Times are the database's.
+func (s *Store) ClaimSMPPReceipts(ctx context.Context, accountID uuid.UUID, lease time.Duration, limit int) ([]SMPPReceipt, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE smpp_receipts r SET lease_until = now() + $2::interval
+		FROM (SELECT id FROM smpp_receipts WHERE account_id = $1 AND delivered_at IS NULL AND lease_until <= now()
+			ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) due
+		WHERE r.id = due.id
+		RETURNING r.id, r.account_id, r.message_id, r.status, r.recipient, r.sender, r.text, r.submitted_at, r.done_at,
+			r.attempts`, accountID, lease, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim smpp receipts: %w", err)
+	}
+	defer rows.Close()
+	var out []SMPPReceipt
+	for rows.Next() {
+		var r SMPPReceipt
+		if err := rows.Scan(&r.ID, &r.AccountID, &r.MessageID, &r.Status, &r.Recipient, &r.Sender, &r.Text,
+			&r.SubmittedAt, &r.DoneAt, &r.Attempts); err != nil {
+			return nil, fmt.Errorf("claim smpp receipts: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim smpp receipts: %w", err)
+	}
+	// UPDATE … RETURNING does not keep the subquery's order.
+	slices.SortFunc(out, func(a, b SMPPReceipt) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// SMPPReceiptDelivered records that an ESME acknowledged the receipt with ESME_ROK: it is
+// never claimed again.
+func (s *Store) SMPPReceiptDelivered(ctx context.Context, id int64) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE smpp_receipts SET delivered_at = now(), attempts = attempts + 1 WHERE id = $1`,
+		id); err != nil {
+		return fmt.Errorf("smpp receipt delivered: %w", err)
+	}
+	return nil
+}
+
+// SMPPReceiptRetry releases a claimed receipt to be claimed again after `after`; attempted
+// counts an ESME's refusal (false: it was never sent, e.g. the bind went away).
+func (s *Store) SMPPReceiptRetry(ctx context.Context, id int64, after time.Duration, attempted bool) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE smpp_receipts SET lease_until = now() + $2::interval,
+			attempts = attempts + CASE WHEN $3 THEN 1 ELSE 0 END
+		WHERE id = $1 AND delivered_at IS NULL`, id, after, attempted); err != nil {
+		return fmt.Errorf("smpp receipt retry: %w", err)
+	}
+	return nil
+}
