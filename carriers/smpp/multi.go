@@ -63,12 +63,7 @@ func (r *reader) submitMulti(p *PDU) {
 		}
 		p.Dests = append(p.Dests, d)
 	}
-	p.ESMClass, p.ProtocolID, p.PriorityFlag = r.byte(), r.byte(), r.byte()
-	p.ScheduleDeliveryTime = r.cstring(maxTime)
-	p.ValidityPeriod = r.cstring(maxTime)
-	p.RegisteredDelivery, p.ReplaceIfPresent = r.byte(), r.byte()
-	p.DataCoding, p.SMDefaultMsgID = r.byte(), r.byte()
-	p.ShortMessage = r.octets(int(r.byte()))
+	r.messageBody(p)
 }
 
 func (w *writer) submitMulti(p *PDU) {
@@ -90,15 +85,7 @@ func (w *writer) submitMulti(p *PDU) {
 		}
 		w.cstring(d.Addr, maxAddr)
 	}
-	w.b = append(w.b, p.ESMClass, p.ProtocolID, p.PriorityFlag)
-	w.cstring(p.ScheduleDeliveryTime, maxTime)
-	w.cstring(p.ValidityPeriod, maxTime)
-	w.b = append(w.b, p.RegisteredDelivery, p.ReplaceIfPresent, p.DataCoding, p.SMDefaultMsgID)
-	if len(p.ShortMessage) > maxShortMsg {
-		w.fail(fmt.Errorf("short_message of %d octets: %w", len(p.ShortMessage), ErrFieldTooLong))
-	}
-	w.b = append(w.b, byte(len(p.ShortMessage)))
-	w.b = append(w.b, p.ShortMessage...)
+	w.messageBody(p)
 }
 
 func (r *reader) submitMultiResp(p *PDU) {

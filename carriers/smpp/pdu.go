@@ -237,13 +237,7 @@ func Decode(b []byte, p *PDU) error {
 		p.Source = r.cstring(maxAddr)
 		p.DestTON, p.DestNPI = r.byte(), r.byte()
 		p.Dest = r.cstring(maxAddr)
-		p.ESMClass, p.ProtocolID, p.PriorityFlag = r.byte(), r.byte(), r.byte()
-		p.ScheduleDeliveryTime = r.cstring(maxTime)
-		p.ValidityPeriod = r.cstring(maxTime)
-		p.RegisteredDelivery, p.ReplaceIfPresent = r.byte(), r.byte()
-		p.DataCoding, p.SMDefaultMsgID = r.byte(), r.byte()
-		n := int(r.byte())
-		p.ShortMessage = r.octets(n)
+		r.messageBody(p)
 		tlvs = true
 	case SubmitSMResp, DeliverSMResp:
 		if len(r.b) > 0 { // absent on an error status
@@ -315,15 +309,7 @@ func (p *PDU) Append(b []byte) ([]byte, error) {
 		w.cstring(p.Source, maxAddr)
 		w.b = append(w.b, p.DestTON, p.DestNPI)
 		w.cstring(p.Dest, maxAddr)
-		w.b = append(w.b, p.ESMClass, p.ProtocolID, p.PriorityFlag)
-		w.cstring(p.ScheduleDeliveryTime, maxTime)
-		w.cstring(p.ValidityPeriod, maxTime)
-		w.b = append(w.b, p.RegisteredDelivery, p.ReplaceIfPresent, p.DataCoding, p.SMDefaultMsgID)
-		if len(p.ShortMessage) > maxShortMsg {
-			w.fail(fmt.Errorf("short_message of %d octets: %w", len(p.ShortMessage), ErrFieldTooLong))
-		}
-		w.b = append(w.b, byte(len(p.ShortMessage)))
-		w.b = append(w.b, p.ShortMessage...)
+		w.messageBody(p)
 		tlvs = true
 	case SubmitSMResp, DeliverSMResp:
 		if p.Status == StatusOK || p.MessageID != "" {
@@ -457,4 +443,28 @@ func (w *writer) cstring(s string, max int) {
 	}
 	w.b = append(w.b, s...)
 	w.b = append(w.b, 0)
+}
+
+// messageBody reads what submit_sm, deliver_sm and submit_multi carry after their addresses:
+// esm_class through short_message.
+func (r *reader) messageBody(p *PDU) {
+	p.ESMClass, p.ProtocolID, p.PriorityFlag = r.byte(), r.byte(), r.byte()
+	p.ScheduleDeliveryTime = r.cstring(maxTime)
+	p.ValidityPeriod = r.cstring(maxTime)
+	p.RegisteredDelivery, p.ReplaceIfPresent = r.byte(), r.byte()
+	p.DataCoding, p.SMDefaultMsgID = r.byte(), r.byte()
+	p.ShortMessage = r.octets(int(r.byte()))
+}
+
+// messageBody writes what reader.messageBody reads.
+func (w *writer) messageBody(p *PDU) {
+	w.b = append(w.b, p.ESMClass, p.ProtocolID, p.PriorityFlag)
+	w.cstring(p.ScheduleDeliveryTime, maxTime)
+	w.cstring(p.ValidityPeriod, maxTime)
+	w.b = append(w.b, p.RegisteredDelivery, p.ReplaceIfPresent, p.DataCoding, p.SMDefaultMsgID)
+	if len(p.ShortMessage) > maxShortMsg {
+		w.fail(fmt.Errorf("short_message of %d octets: %w", len(p.ShortMessage), ErrFieldTooLong))
+	}
+	w.b = append(w.b, byte(len(p.ShortMessage)))
+	w.b = append(w.b, p.ShortMessage...)
 }
