@@ -34,9 +34,12 @@ type Store interface {
 	AccountsWithOpenJobs(ctx context.Context, after uuid.UUID, limit int) ([]uuid.UUID, error)
 	OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit int) ([]persistence.OpenMessage, error)
 	StaleSent(ctx context.Context, after persistence.StaleCursor, before time.Time, limit int) ([]persistence.StaleMessage, error)
-	Mark(ctx context.Context, id uuid.UUID, network carriers.Network, msgs []persistence.MessageKey) error
+	Mark(ctx context.Context, id uuid.UUID, node string, network carriers.Network, msgs []persistence.SubmitKey) (map[persistence.FenceKey]bool, error)
+	TakeFence(ctx context.Context, accountID uuid.UUID, node string) (persistence.Fence, error)
+	AccountMarks(ctx context.Context, accountID uuid.UUID) ([]uuid.UUID, error)
 	Unmark(ctx context.Context, ids []uuid.UUID) error
-	Marks(ctx context.Context, before uuid.UUID) (persistence.Marked, error)
+	Marks(ctx context.Context, before uuid.UUID, node string) (persistence.Marked, error)
+	HoldLease(ctx context.Context, name, node string, ttl time.Duration) (bool, error)
 	Credit(ctx context.Context, c persistence.NewCredit) (persistence.WalletSnapshot, error)
 	ConfirmPayment(ctx context.Context, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error)
 	LowBalanceAlert(ctx context.Context, accountID uuid.UUID, n persistence.NewNotification) (bool, error)
@@ -89,7 +92,9 @@ type Engine struct {
 	// still queued: the network may have them. Jobs flag them (dispatchMsg.unsettled) until
 	// a link has marked them again. marksRead says the set is loaded; until then resumed
 	// jobs wait.
-	unsettled sync.Map // uuid.UUID (message id) → struct{}
+	// Messages another node marked (a tenant replacing that node's took them over) are held
+	// as foreignMark: recovery does not count them.
+	unsettled sync.Map // uuid.UUID (message id) → struct{} | foreignMark
 	marksRead atomic.Bool
 	// bulkAccepts: large sends being accepted, which links give way to (see yielding).
 	bulkAccepts atomic.Int32
@@ -135,7 +140,13 @@ type fixedStates struct {
 var (
 	ErrStopping = errors.New("the engine is shutting down")
 	ErrBusy     = errors.New("the engine did not answer in time")
+	// ErrFenced: the account's tenant here was replaced by a newer incarnation (on another
+	// node) before the command's write; nothing was written, and a retry reaches the new one.
+	ErrFenced = fmt.Errorf("the account moved to another incarnation: %w", persistence.ErrFenced)
 )
+
+// foreignMark is the value of an unsettled message that another node marked.
+type foreignMark struct{}
 
 // Commands several actors take: drain (the writers, links, receipts and progress, which hold
 // work), panicNow (any actor).

@@ -34,6 +34,7 @@ type metrics struct {
 	batchLatency  *prometheus.HistogramVec // op
 	batchErrors   *prometheus.CounterVec   // op
 	unmatched     prometheus.Counter
+	fencedWrites  *prometheus.CounterVec // write: debit, mark
 
 	resumed         prometheus.Counter // open messages resumed jobs read
 	optedOut        prometheus.Counter // campaign messages skipped: their contact opted out
@@ -122,6 +123,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Time a database batch takes, by operation.", lat, "op"),
 		batchErrors: s.counterVec("db", "batch_errors_total",
 			"Database batches that failed (and were retried), by operation.", "op"),
+		fencedWrites: s.counterVec("cluster", "fenced_writes_total",
+			"Writes refused because a newer incarnation of the account's tenant holds its fence: debits (sends refused) and submits not marked (not sent), by write.", "write"),
 		unmatched: s.counter("receipts", "unmatched_total",
 			"Receipts dropped because no sent message matched them after retries."),
 		resumed: s.counter("engine", "messages_resumed_total",
@@ -162,6 +165,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, op := range []string{"accept", "expand", "receipts", "progress", "mark"} {
 		m.batchErrors.WithLabelValues(op)
+	}
+	for _, w := range []string{"debit", "mark"} {
+		m.fencedWrites.WithLabelValues(w)
 	}
 	for _, n := range carriers.Networks() {
 		l := n.String()

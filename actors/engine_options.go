@@ -48,8 +48,11 @@ type Options struct {
 	// QuietCheck: how often a tenant looks at its quiet hours between their edges, which it
 	// also wakes at (30s): a clock that jumps is noticed within it.
 	QuietCheck time.Duration
-	Links      map[carriers.Network]LinkOptions
-	Faults     Faults // deliberate defects, for the drills' own tests only (faults_on.go)
+	// NodeID names this node in the tenant fences it takes ("": a single node): a tenant
+	// replacing one of another node's asks the networks about that node's marked submits.
+	NodeID string
+	Links  map[carriers.Network]LinkOptions
+	Faults Faults // deliberate defects, for the drills' own tests only (faults_on.go)
 }
 
 func (o *Options) setDefaults() {

@@ -27,6 +27,7 @@ type jobActor struct {
 type jobState struct {
 	start       jobStart
 	tenant      *actor.PID
+	fence       int64              // its tenant's epoch: every submit mark carries it
 	job         persistence.NewJob // once known: given at accept, or read from the store
 	known       bool
 	variants    [carriers.NetworkSlots]variant
@@ -141,6 +142,8 @@ func (j *jobActor) Receive(ctx actor.Context) {
 		j.remainderSettled(ctx, msg)
 	case *settleRetry:
 		j.pump(ctx)
+	case *fenced: // a link refused its submits: its tenant was replaced
+		ctx.Send(st.tenant, msg)
 	case *outcomesDurable:
 		done := 0
 		for n := range msg.n {
@@ -263,7 +266,7 @@ func (j *jobActor) pump(ctx actor.Context) {
 		q := st.queues[n]
 		i := 0
 		for ; i < len(q) && st.outstanding[n] < window; i++ {
-			ctx.Send(j.e.links[n], &submitReq{account: st.job.AccountID, msg: q[i], variant: &st.variants[n], job: ctx.Self()})
+			ctx.Send(j.e.links[n], &submitReq{account: st.job.AccountID, fence: st.fence, msg: q[i], variant: &st.variants[n], job: ctx.Self()})
 			st.outstanding[n]++
 		}
 		clear(q[:i])

@@ -93,6 +93,7 @@ var (
 type (
 	submitReq struct {
 		account   uuid.UUID
+		fence     int64 // the epoch of the tenant whose job sent it (persistence.SubmitKey)
 		msg       dispatchMsg
 		variant   *variant
 		job       *actor.PID

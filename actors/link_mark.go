@@ -18,9 +18,10 @@ import (
 type (
 	// markDone: a batch of submits is marked (durably, or not: err).
 	markDone struct {
-		id    uuid.UUID
-		batch []*submitReq
-		err   error
+		id     uuid.UUID
+		batch  []*submitReq
+		fenced map[persistence.FenceKey]bool // incarnations whose submits were left out: not to be sent
+		err    error
 	}
 	// marksSettled: this many submits of each mark have a durable outcome now.
 	marksSettled struct{ n map[uuid.UUID]int }
@@ -42,17 +43,17 @@ func (l *linkActor) mark(ctx actor.Context) {
 	st.toMark = nil
 	st.marking, st.markingN = true, len(batch)
 	id := persistence.NewID()
-	keys := make([]persistence.MessageKey, len(batch))
+	keys := make([]persistence.SubmitKey, len(batch))
 	for i, r := range batch {
-		keys[i] = persistence.MessageKey{AccountID: r.account, ID: r.msg.id}
+		keys[i] = persistence.SubmitKey{AccountID: r.account, ID: r.msg.id, Fence: r.fence}
 	}
 	self, root, m, net := ctx.Self(), l.e.root, l.e.m, st.network
 	l.e.goIO(time.Minute, func(c context.Context) {
 		start := time.Now()
-		err := l.e.store.Mark(c, id, net, keys)
+		fenced, err := l.e.store.Mark(c, id, l.e.opts.NodeID, net, keys)
 		m.batchLatency.WithLabelValues("mark").Observe(time.Since(start).Seconds())
 		m.batchSize.WithLabelValues("mark").Observe(float64(len(keys)))
-		st.inbox.put(root, self, &markDone{id: id, batch: batch, err: err})
+		st.inbox.put(root, self, &markDone{id: id, batch: batch, fenced: fenced, err: err})
 	})
 }
 
@@ -71,13 +72,19 @@ func (l *linkActor) marked(ctx actor.Context, d *markDone) {
 		return
 	}
 	st.markRetry = 0
+	if len(d.fenced) > 0 {
+		d.batch = l.dropFenced(ctx, d.batch, d.fenced)
+		if len(d.batch) == 0 {
+			return // nothing was marked
+		}
+	}
 	st.marks[d.id] = len(d.batch)
 	again := 0
 	for _, req := range d.batch {
 		req.mark = d.id
 		if req.msg.unsettled {
-			if _, ok := e.unsettled.LoadAndDelete(req.msg.id); ok {
-				again++
+			if v, ok := e.unsettled.LoadAndDelete(req.msg.id); ok && v != (foreignMark{}) {
+				again++ // recovery counts only its own
 			}
 		}
 	}
@@ -86,6 +93,28 @@ func (l *linkActor) marked(ctx actor.Context, d *markDone) {
 		ctx.Send(e.recovery, &remarked{n: again})
 	}
 	l.flushUnmarks(ctx, false)
+}
+
+// dropFenced takes out of a marked batch the submits of tenants that were replaced: they
+// are not sent (their messages stay queued for the new incarnation), and each job is told,
+// once, so its tenant stops.
+func (l *linkActor) dropFenced(ctx actor.Context, batch []*submitReq, out map[persistence.FenceKey]bool) []*submitReq {
+	told := map[string]bool{}
+	keep := batch[:0]
+	for _, req := range batch {
+		if !out[persistence.FenceKey{AccountID: req.account, Epoch: req.fence}] {
+			keep = append(keep, req)
+			continue
+		}
+		l.e.m.fencedWrites.WithLabelValues("mark").Inc()
+		delete(l.st.known, req.msg.id) // the new incarnation's job may hand it here again
+		if !told[req.job.Id] {
+			told[req.job.Id] = true
+			ctx.Send(req.job, &fenced{})
+		}
+	}
+	clear(batch[len(keep):])
+	return keep
 }
 
 // settle notes that n submits under a mark need it no more; a mark with nothing left under it

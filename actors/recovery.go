@@ -161,7 +161,7 @@ func (r *recoveryActor) next(ctx actor.Context) {
 		st.reading = true
 		before := e.startID
 		e.goIO(time.Minute, func(c context.Context) {
-			m, err := e.store.Marks(c, before)
+			m, err := e.store.Marks(c, before, e.opts.NodeID)
 			st.inbox.put(root, self, &marksRead{marked: m, err: err})
 		})
 	case st.walking:

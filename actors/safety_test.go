@@ -341,9 +341,9 @@ func TestReceiptsRestartKeepsOneFlushAtATime(t *testing.T) {
 // slowMarks is a store whose marks take a while, so submits pile up waiting for one.
 type slowMarks struct{ *persistence.Store }
 
-func (s slowMarks) Mark(ctx context.Context, id uuid.UUID, n carriers.Network, msgs []persistence.MessageKey) error {
+func (s slowMarks) Mark(ctx context.Context, id uuid.UUID, node string, n carriers.Network, msgs []persistence.SubmitKey) (map[persistence.FenceKey]bool, error) {
 	time.Sleep(200 * time.Millisecond)
-	return s.Store.Mark(ctx, id, n, msgs)
+	return s.Store.Mark(ctx, id, node, n, msgs)
 }
 
 // Stopping drains the links even while submits wait for their mark: those are not sent, and

@@ -26,8 +26,13 @@ type supervisorActor struct {
 
 // To the supervisor.
 type (
-	getTenant   struct{ id uuid.UUID } // → *actor.PID of the tenant, spawned if needed
-	passivating struct{ id uuid.UUID } // a tenant with nothing to do asks to be stopped
+	getTenant struct{ id uuid.UUID } // → *actor.PID of the tenant, spawned if needed
+	// passivating: a tenant with nothing to do (or fenced) asks to be stopped. It names
+	// itself: a Send carries no sender, and a successor may hold the account by then.
+	passivating struct {
+		id  uuid.UUID
+		pid *actor.PID
+	}
 	// toTenant is delivered to an account's tenant, spawned if needed. The supervisor owns
 	// tenant PIDs, and holds its mail while it restarts, so nothing sent this way falls into
 	// the gap between a tenant's death and its successor.
@@ -62,7 +67,7 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 		}
 		ctx.Send(pid, msg.msg)
 	case *passivating:
-		if pid, ok := s.tenants[msg.id]; ok && pid.Equal(ctx.Sender()) {
+		if pid, ok := s.tenants[msg.id]; ok && pid.Equal(msg.pid) {
 			s.forget(msg.id, pid)
 			ctx.Stop(pid)
 		}

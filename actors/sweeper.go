@@ -88,6 +88,13 @@ func (s *sweeperActor) walk(ctx actor.Context) {
 	e.goIO(10*time.Minute, func(c context.Context) {
 		w := &swept{cursor: cursor}
 		for range sweepRounds {
+			// One node sweeps at a time (several would ask the networks the same questions);
+			// the lease is renewed with every page and passes on when its holder stops.
+			held, err := e.store.HoldLease(c, "sweeper", e.opts.NodeID, max(3*e.opts.SweepInterval, 30*time.Second))
+			if err != nil || !held {
+				w.err = err
+				break
+			}
 			now := time.Now()
 			page, err := e.store.StaleSent(c, w.cursor, now.Add(-e.opts.ReceiptTimeout), sweepPage)
 			if err != nil {

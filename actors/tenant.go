@@ -65,6 +65,12 @@ type tenantPending struct {
 	reserved     int64 // cents of sends waiting for their commit
 	pendingUnits int64 // SMS units of sends waiting for their commit
 	accepting    int   // sends waiting for their commit
+	// fence is the epoch this tenant took when it first loaded (persistence.TakeFence): its
+	// debits and its jobs' submit marks carry it, so none goes through once another
+	// incarnation has replaced it. fenced: that has happened; the tenant refuses commands
+	// and stops once its pending commits have answered.
+	fence  int64
+	fenced bool
 }
 
 type stashed struct {
@@ -84,10 +90,14 @@ type (
 	// restart, the successor has the same PID and must not take its predecessor's results.
 	tenantLoaded struct {
 		state persistence.TenantState
+		fence int64 // taken by this load (the first); 0 otherwise
 		err   error
 		gen   int
 		epoch int64
 	}
+	// fenced: a write for this tenant was refused because a newer incarnation holds the
+	// account (from a job whose submits a link could not mark, or a refused debit).
+	fenced struct{}
 )
 
 // loadRetry is how soon a tenant tries again to load its state after a failure.
@@ -121,6 +131,10 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 			t.loadedState(ctx, msg)
 		}
 	case *sendCmd, *quoteCmd, *campaignCmd, *cancelCmd, *creditCmd, *pricingCmd, *paymentCmd:
+		if t.pending.fenced {
+			ctx.Respond(ErrFenced)
+			return
+		}
 		if !t.loaded {
 			t.stash = append(t.stash, stashed{msg: msg, reply: ctx.Sender()})
 			return
@@ -165,8 +179,10 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		t.lowBalanceWritten(ctx, msg)
 	case *actor.ReceiveTimeout:
 		if t.idle() {
-			ctx.Send(ctx.Parent(), &passivating{id: t.id})
+			ctx.Send(ctx.Parent(), &passivating{id: t.id, pid: ctx.Self()})
 		}
+	case *fenced:
+		t.fenced(ctx)
 	case *panicNow:
 		panic("tenant: panic requested")
 	}
@@ -181,11 +197,64 @@ func (t *tenantActor) idle() bool {
 func (t *tenantActor) load(ctx actor.Context) {
 	self, root := ctx.Self(), t.e.root
 	t.loadGen++
-	gen, epoch := t.loadGen, t.epoch
+	gen, epoch, fenced := t.loadGen, t.epoch, t.pending.fence != 0
 	t.e.goIO(10*time.Second, func(c context.Context) {
+		var fence int64
+		if !fenced {
+			f, err := t.takeFence(c)
+			if err != nil {
+				root.Send(self, &tenantLoaded{err: err, gen: gen, epoch: epoch})
+				return
+			}
+			fence = f
+		}
 		st, err := t.e.store.TenantState(c, t.id)
-		root.Send(self, &tenantLoaded{state: st, err: err, gen: gen, epoch: epoch})
+		root.Send(self, &tenantLoaded{state: st, fence: fence, err: err, gen: gen, epoch: epoch})
 	})
+}
+
+// takeFence takes the account's next epoch. When it replaces an incarnation of another node,
+// the messages that node marked and left queued may have reached a network: they are noted
+// as unsettled before any job of this one reads them, so each is asked about, not resent.
+func (t *tenantActor) takeFence(c context.Context) (int64, error) {
+	f, err := t.e.store.TakeFence(c, t.id, t.e.opts.NodeID)
+	if err != nil {
+		return 0, err
+	}
+	if f.Replaced && f.Previous != t.e.opts.NodeID {
+		ids, err := t.e.store.AccountMarks(c, t.id)
+		if err != nil {
+			return 0, err
+		}
+		for _, id := range ids {
+			t.e.unsettled.LoadOrStore(id, foreignMark{})
+		}
+	}
+	return f.Epoch, nil
+}
+
+// fenced stops a tenant a newer incarnation replaced: its jobs stop (their submits still
+// in the links are fenced at the mark), commands are refused with ErrFenced, and it asks to
+// be stopped once the commits it waits for have answered.
+func (t *tenantActor) fenced(ctx actor.Context) {
+	if !t.pending.fenced {
+		t.pending.fenced = true
+		t.e.log.Warn("tenant fenced: a newer incarnation holds the account", slog.String("account_id", t.id.String()),
+			slog.Int64("epoch", t.pending.fence))
+		for _, pid := range t.live {
+			ctx.Stop(pid)
+		}
+		t.live, t.dispatching, t.handedOff = map[uuid.UUID]*actor.PID{}, map[uuid.UUID]bool{}, map[uuid.UUID]bool{}
+		t.e.m.jobsWaiting.Sub(float64(len(t.waiting)))
+		t.waiting, t.inlineWaiting = nil, 0
+		for _, s := range t.stash {
+			ctx.Send(s.reply, ErrFenced)
+		}
+		t.stash = nil
+	}
+	if t.pending.accepting == 0 {
+		ctx.Send(ctx.Parent(), &passivating{id: t.id, pid: ctx.Self()})
+	}
 }
 
 // answerReloads tells the callers whose reload is covered by the applied state (or failed).
@@ -205,6 +274,9 @@ func (t *tenantActor) answerReloads(ctx actor.Context, err error) {
 }
 
 func (t *tenantActor) loadedState(ctx actor.Context, msg *tenantLoaded) {
+	if msg.fence != 0 {
+		t.pending.fence = msg.fence
+	}
 	if msg.err != nil {
 		t.e.log.Error("load tenant state", slog.String("account_id", t.id.String()), slog.Any("error", msg.err))
 		t.timers.after(t.e.root, ctx.Self(), loadRetry, &reloadTenant{})

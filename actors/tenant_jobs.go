@@ -150,15 +150,15 @@ func (t *tenantActor) enqueue(js jobStart) {
 // startJobs spawns waiting jobs while the tenant has dispatch slots, and reads more
 // unfinished jobs when it runs out of waiting ones.
 func (t *tenantActor) startJobs(ctx actor.Context) {
-	if !t.loaded {
-		return // a job's quiet hours come with the account
+	if !t.loaded || t.pending.fenced {
+		return // a job's quiet hours come with the account; a fenced tenant starts nothing
 	}
 	for len(t.waiting) > 0 && len(t.dispatching) < t.e.opts.MaxDispatchingJob {
 		js := t.waiting[0]
 		t.waiting[0] = jobStart{}
 		t.waiting = t.waiting[1:]
 		t.leftQueue(js)
-		st := &jobState{start: js, tenant: ctx.Self(), cancelled: t.cancelled[js.id], quiet: t.quiet}
+		st := &jobState{start: js, tenant: ctx.Self(), fence: t.pending.fence, cancelled: t.cancelled[js.id], quiet: t.quiet}
 		pid, err := ctx.SpawnNamed(t.e.props(func() actor.Actor { return &jobActor{e: t.e, st: st} }), "job-"+js.id.String())
 		if err != nil {
 			t.e.log.Debug("job already running", slog.String("job_id", js.id.String()))

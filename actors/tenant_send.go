@@ -142,6 +142,7 @@ func (t *tenantActor) write(ctx actor.Context, req *acceptReq) {
 	t.pending.pendingUnits += req.job.Units
 	t.pending.accepting++
 	req.tenant, req.epoch = ctx.Self(), t.epoch
+	req.job.Fence = t.pending.fence
 	ctx.Send(t.e.writerFor(t.id), req)
 }
 
@@ -180,6 +181,11 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 	case d.err != nil:
 		ctx.Send(req.reply, d.err)
 		return
+	case errors.Is(d.result.Err, persistence.ErrFenced):
+		t.e.m.fencedWrites.WithLabelValues("debit").Inc()
+		ctx.Send(req.reply, ErrFenced)
+		t.fenced(ctx)
+		return
 	case errors.Is(d.result.Err, persistence.ErrInsufficientBalance):
 		ctx.Send(req.reply, &InsufficientBalanceError{AvailableCents: t.available(), CostCents: req.job.CostCents})
 		return
@@ -198,6 +204,10 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 	ctx.Send(req.reply, &SendResult{JobID: req.job.ID, Recipients: req.job.Recipients, Suppressed: req.job.Suppressed,
 		Units: req.job.Units, CostCents: req.job.CostCents, MessageIDs: ids})
 	t.alertLowBalance(ctx)
+	if t.pending.fenced { // committed before the fence moved: the new incarnation resumes its job
+		t.fenced(ctx)
+		return
+	}
 
 	m := t.e.m
 	m.acceptLatency.Observe(time.Since(req.start).Seconds())

@@ -19,13 +19,14 @@ var ErrInsufficientBalance = errors.New("insufficient balance")
 
 // AcceptResult is the outcome of one job in AcceptJobs.
 type AcceptResult struct {
-	Err    error // ErrInsufficientBalance, or nil
+	Err    error // ErrInsufficientBalance, ErrFenced, ErrIdempotencyLost, or nil
 	Wallet WalletSnapshot
 }
 
 // AcceptJobs durably records a group of jobs with their debits, messages, ledger entries and
 // notifications in one transaction (group commit). A job whose account cannot cover its
-// group's debits fails alone with ErrInsufficientBalance.
+// group's debits fails alone with ErrInsufficientBalance, one whose tenant incarnation was
+// replaced (NewJob.Fence no longer its account's epoch) with ErrFenced.
 //
 // The usual case is one round trip: a pipelined batch is one implicit transaction, and the
 // wallets' CHECK (balance_cents >= 0) makes an overdraft abort it. Only then does the careful
@@ -86,6 +87,10 @@ const debitWallets = `
 
 func (s *Store) acceptFast(ctx context.Context, jobs []NewJob, g debitGroup) ([]AcceptResult, error) {
 	b := &pgx.Batch{}
+	if f := jobFences(jobs); len(f.accounts) > 0 {
+		// Held FOR SHARE until the commit: a new incarnation's TakeFence waits for this debit.
+		b.Queue(`WITH held AS (`+fenceCheck+`) SELECT tuma_fence($3, count(*)) FROM held`, f.accounts, f.epochs, int64(len(f.accounts)))
+	}
 	b.Queue(lockWallets, g.accounts)
 	snaps := map[uuid.UUID]WalletSnapshot{}
 	b.Queue(debitWallets+walletsReturning, g.accounts, g.costs, g.units, g.recipients).Query(func(rows pgx.Rows) error {
@@ -124,12 +129,21 @@ func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob) ([]AcceptResul
 	results := make([]AcceptResult, len(jobs))
 	err := pgx.BeginFunc(ctx, s.accept, func(tx pgx.Tx) error {
 		clear(results)
+		f := jobFences(jobs)
+		live, err := f.held(ctx, tx)
+		if err != nil {
+			return err
+		}
 		held, err := heldClaims(ctx, tx, jobs)
 		if err != nil {
 			return err
 		}
 		var claimed []NewJob
 		for i, j := range jobs {
+			if fenced(live, j.AccountID, j.Fence) {
+				results[i].Err = ErrFenced
+				continue
+			}
 			if j.Idempotency != nil && !held[*j.Idempotency] {
 				results[i].Err = ErrIdempotencyLost
 				continue
@@ -178,6 +192,15 @@ func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob) ([]AcceptResul
 		return nil, err
 	}
 	return results, nil
+}
+
+// jobFences are the fenced (account, epoch) pairs of a group of jobs.
+func jobFences(jobs []NewJob) *fencePairs {
+	f := &fencePairs{}
+	for _, j := range jobs {
+		f.add(j.AccountID, j.Fence)
+	}
+	return f
 }
 
 func isCheckViolation(err error) bool {

@@ -25,6 +25,11 @@ func isUniqueViolation(err error, constraint string) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
 }
 
+func isForeignKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23503"
+}
+
 // Unreachable reports an error that says PostgreSQL could not be reached or went away in the
 // middle (refused or lost connection, a server shutting down or still starting): the request
 // was not at fault and may succeed once the database is back, so callers answer "retry later"

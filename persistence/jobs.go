@@ -125,6 +125,9 @@ type NewJob struct {
 	// opt-out instruction with its leading space, or "" when the text already carried it).
 	Promotional bool
 	OptOut      string
+	// Fence is the epoch of the tenant incarnation accepting it (TakeFence); 0: none (a job
+	// written outside the engine). The debit fails with ErrFenced once the epoch is replaced.
+	Fence int64
 }
 
 // ExpandJob writes message rows of a job accepted with pending recipients: the pending

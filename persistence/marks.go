@@ -16,19 +16,62 @@ import (
 // MessageKey names a message.
 type MessageKey struct{ AccountID, ID uuid.UUID }
 
-// Mark records that a link is about to submit these messages. One row per batch: the mark is
-// one insert however many messages it covers.
-func (s *Store) Mark(ctx context.Context, id uuid.UUID, network carriers.Network, msgs []MessageKey) error {
-	accts, ids := make([]uuid.UUID, len(msgs)), make([]uuid.UUID, len(msgs))
+// SubmitKey names a message about to be submitted and the epoch of the tenant incarnation
+// whose job dispatched it (0: none, not fenced).
+type SubmitKey struct {
+	AccountID, ID uuid.UUID
+	Fence         int64
+}
+
+// Mark records that a link of node is about to submit these messages. One row per batch: the mark is
+// one insert however many messages it covers. Messages whose tenant incarnation was replaced
+// are left out of it and must not be submitted: Mark returns those incarnations (fenced).
+// The fences of the others stay locked until the mark commits, so the incarnation replacing
+// one sees this mark and asks the network about its messages rather than sending them again.
+func (s *Store) Mark(ctx context.Context, id uuid.UUID, node string, network carriers.Network, msgs []SubmitKey) (fenced map[FenceKey]bool, err error) {
+	accts, ids, epochs := make([]uuid.UUID, len(msgs)), make([]uuid.UUID, len(msgs)), make([]int64, len(msgs))
+	f := &fencePairs{}
 	for i, m := range msgs {
-		accts[i], ids[i] = m.AccountID, m.ID
+		accts[i], ids[i], epochs[i] = m.AccountID, m.ID, m.Fence
+		f.add(m.AccountID, m.Fence)
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO submit_marks (id, network, accounts, messages) VALUES ($1, $2, $3, $4)`,
-		id, int16(network), accts, ids)
+	if len(f.accounts) == 0 {
+		_, err := s.pool.Exec(ctx, `INSERT INTO submit_marks (id, network, accounts, messages, node) VALUES ($1, $2, $3, $4, $5)`,
+			id, int16(network), accts, ids, node)
+		if err != nil {
+			return nil, fmt.Errorf("mark submits: %w", err)
+		}
+		return nil, nil
+	}
+	// One statement: the fence check locks, and the insert keeps only what it let through.
+	rows, err := s.pool.Query(ctx, `WITH live AS (`+fenceCheck+`),
+		ins AS (
+			INSERT INTO submit_marks (id, network, accounts, messages, node)
+			SELECT $3, $4, array_agg(m.a ORDER BY m.o), array_agg(m.id ORDER BY m.o), $8
+			FROM unnest($5::uuid[], $6::uuid[], $7::bigint[]) WITH ORDINALITY AS m(a, id, e, o)
+			WHERE m.e = 0 OR (m.a, m.e) IN (SELECT account_id, epoch FROM live)
+			HAVING count(*) > 0)
+		SELECT account_id, epoch FROM live`, f.accounts, f.epochs, id, int16(network), accts, ids, epochs, node)
 	if err != nil {
-		return fmt.Errorf("mark submits: %w", err)
+		return nil, fmt.Errorf("mark submits: %w", err)
 	}
-	return nil
+	live, err := pgx.CollectRows(rows, pgx.RowToStructByPos[FenceKey])
+	if err != nil {
+		return nil, fmt.Errorf("mark submits: %w", err)
+	}
+	held := make(map[FenceKey]bool, len(live))
+	for _, k := range live {
+		held[k] = true
+	}
+	for i, a := range f.accounts {
+		if k := (FenceKey{a, f.epochs[i]}); !held[k] {
+			if fenced == nil {
+				fenced = map[FenceKey]bool{}
+			}
+			fenced[k] = true
+		}
+	}
+	return fenced, nil
 }
 
 // Unmark deletes marks whose every submit has a durable outcome.
@@ -47,13 +90,15 @@ type Marked struct {
 	Unsettled []MessageKey
 }
 
-// Marks reads the marks made before `before` (a UUIDv7: earlier runs' marks, not this run's)
-// and the messages under them still queued. Marks exist only for submits in flight, so there
+// Marks reads node's marks made before `before` (a UUIDv7: its earlier runs' marks, not this
+// run's) and the messages under them still queued. Other nodes' marks are theirs to read
+// (or, for a node that is gone, the marks of each account it held are read by the tenant
+// that takes the account over: AccountMarks). Marks exist only for submits in flight, so there
 // are about as many as the links' windows, whatever the backlog.
-func (s *Store) Marks(ctx context.Context, before uuid.UUID) (Marked, error) {
+func (s *Store) Marks(ctx context.Context, before uuid.UUID, node string) (Marked, error) {
 	var out Marked
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id FROM submit_marks WHERE id < $1`, before)
+		rows, err := tx.Query(ctx, `SELECT id FROM submit_marks WHERE id < $1 AND node = $2`, before, node)
 		if err != nil {
 			return err
 		}
@@ -63,7 +108,7 @@ func (s *Store) Marks(ctx context.Context, before uuid.UUID) (Marked, error) {
 		rows, err = tx.Query(ctx, `SELECT DISTINCT m.account_id, m.id
 			FROM submit_marks s, unnest(s.accounts, s.messages) AS u(account_id, id)
 			JOIN messages m ON m.account_id = u.account_id AND m.id = u.id
-			WHERE s.id < $1 AND m.status = 'queued'`, before)
+			WHERE s.id < $1 AND s.node = $2 AND m.status = 'queued'`, before, node)
 		if err != nil {
 			return err
 		}

@@ -133,6 +133,7 @@ func wroteNothing(err error) bool {
 	case errors.As(err, new(*actors.InsufficientBalanceError)),
 		errors.Is(err, actors.ErrAllSuppressed), // refused by the tenant before any write
 		errors.Is(err, actors.ErrStopping),
+		errors.Is(err, persistence.ErrFenced), // refused by the fence check, which writes nothing
 		errors.Is(err, payments.ErrUnavailable):
 		return true
 	}

@@ -110,6 +110,12 @@ func problemFor(err error) *Problem {
 		p := NewProblem("payment_provider_unavailable", "the payment provider cannot be reached; nothing was charged, try again shortly")
 		p.RetryAfter = 30
 		return p
+	case errors.Is(err, persistence.ErrFenced):
+		// The account's tenant moved to another incarnation before anything was written: a
+		// retry reaches the new one.
+		p := NewProblem("unavailable", "the account is moving between nodes; nothing was written, retry shortly")
+		p.RetryAfter = 1
+		return p
 	case errors.Is(err, actors.ErrStopping), errors.Is(err, actors.ErrBusy), errors.Is(err, context.DeadlineExceeded):
 		// The engine or the store did not answer within the request's deadline: the outcome is
 		// unknown, so the client retries (with its Idempotency-Key), never takes it as refused.

@@ -122,7 +122,7 @@ func statusOf(err error) smpp.Status {
 		return smpp.StatusSubmitFail
 	case errors.Is(err, actors.ErrAllSuppressed):
 		return StatusSuppressed
-	case errors.Is(err, actors.ErrBusy), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, actors.ErrBusy), errors.Is(err, context.DeadlineExceeded), errors.Is(err, persistence.ErrFenced):
 		return smpp.StatusThrottled
 	}
 	return smpp.StatusSysErr
