@@ -81,7 +81,9 @@ type Engine struct {
 	// fixed holds the fixed actors' states, which outlive their incarnations.
 	fixed fixedStates
 
-	tenants sync.Map // uuid.UUID → *actor.PID (the lookup seam; a cluster would replace it)
+	tenants sync.Map // uuid.UUID → *actor.PID: this node's tenants
+	// cl is the cluster this node is a member of (engine_cluster.go); nil for a single node.
+	cl *clusterState
 	// suppressedAt: per account, when this node last added a number to its suppression list
 	// (uuid.UUID → *atomic.Int64, Unix ms): its jobs accepted since look their recipients up
 	// before submitting them (mayBeSuppressed).
@@ -198,6 +200,14 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 			e.log.Warn("actor restarted after a panic", slog.String("actor", ev.Child.Id), slog.Any("reason", ev.Reason))
 		}
 	})
+	if opts.Cluster.on() {
+		// Before any PID is made: joining gives the actor system its network address.
+		if err := e.startCluster(opts.Cluster); err != nil {
+			e.stopCluster()
+			e.pool.close()
+			return nil, err
+		}
+	}
 	child := func(name string) *actor.PID { return actor.NewPID(e.sys.Address(), "engine/"+name) }
 	e.supervisor = actor.NewPID(e.sys.Address(), "engine")
 	for i := range opts.AcceptShards {
@@ -339,7 +349,11 @@ func (e *Engine) teardown() {
 			_ = e.root.StopFuture(pid).Wait()
 		}
 		e.io.Wait()
-		e.sys.Shutdown()
+		if e.cl != nil {
+			e.stopCluster() // the others see it leave and take its accounts over
+		} else {
+			e.sys.Shutdown()
+		}
 		e.pool.close()
 	})
 }

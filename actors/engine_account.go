@@ -53,6 +53,14 @@ func (e *Engine) SetPricing(ctx context.Context, accountID uuid.UUID, tier *stri
 // after a change committed elsewhere, and returns once it has: the caller's next send is priced
 // and sent with the change. A tenant not alive will load the change when it starts.
 func (e *Engine) AccountChanged(ctx context.Context, accountID uuid.UUID) error {
+	if !e.owns(accountID) {
+		_, err := e.tenantRequest(ctx, accountID, &accountChangedCmd{})
+		return err
+	}
+	return e.accountChangedHere(ctx, accountID)
+}
+
+func (e *Engine) accountChangedHere(ctx context.Context, accountID uuid.UUID) error {
 	pid, ok := e.tenants.Load(accountID)
 	if !ok {
 		return nil
@@ -64,9 +72,18 @@ func (e *Engine) AccountChanged(ctx context.Context, accountID uuid.UUID) error 
 	return err
 }
 
-// WalletChanged hands a wallet snapshot committed outside the engine (a welcome bonus) to the
-// account's tenant actor, if it is alive; otherwise it will load it when it starts.
+// WalletChanged hands a wallet snapshot committed outside the tenant (a refund, a welcome
+// bonus) to the account's tenant actor, if it is alive, on whichever node owns the account;
+// otherwise it will load it when it starts.
 func (e *Engine) WalletChanged(w persistence.WalletSnapshot) {
+	if !e.owns(w.AccountID) {
+		e.remoteTell(w.AccountID, &walletChanged{wallet: w})
+		return
+	}
+	e.walletChangedHere(w)
+}
+
+func (e *Engine) walletChangedHere(w persistence.WalletSnapshot) {
 	if pid, ok := e.tenants.Load(w.AccountID); ok {
 		e.root.Send(pid.(*actor.PID), &walletChanged{wallet: w})
 	}

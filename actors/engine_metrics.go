@@ -35,6 +35,8 @@ type metrics struct {
 	batchErrors   *prometheus.CounterVec   // op
 	unmatched     prometheus.Counter
 	fencedWrites  *prometheus.CounterVec // write: debit, mark
+	members       prometheus.Gauge
+	crossNode     *prometheus.CounterVec // kind: request, tell, received
 
 	resumed         prometheus.Counter // open messages resumed jobs read
 	optedOut        prometheus.Counter // campaign messages skipped: their contact opted out
@@ -125,6 +127,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Database batches that failed (and were retried), by operation.", "op"),
 		fencedWrites: s.counterVec("cluster", "fenced_writes_total",
 			"Writes refused because a newer incarnation of the account's tenant holds its fence: debits (sends refused) and submits not marked (not sent), by write.", "write"),
+		members: s.gauge("cluster", "members",
+			"Nodes in the cluster as this node sees them (1 for a single node)."),
+		crossNode: s.counterVec("cluster", "messages_total",
+			"Commands for accounts another node owns, by kind: requests and tells this node sent there, commands it received from other nodes.", "kind"),
 		unmatched: s.counter("receipts", "unmatched_total",
 			"Receipts dropped because no sent message matched them after retries."),
 		resumed: s.counter("engine", "messages_resumed_total",
@@ -169,6 +175,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, w := range []string{"debit", "mark"} {
 		m.fencedWrites.WithLabelValues(w)
 	}
+	for _, k := range []string{"request", "tell", "received"} {
+		m.crossNode.WithLabelValues(k)
+	}
+	m.members.Set(1)
 	for _, n := range carriers.Networks() {
 		l := n.String()
 		m.accepted.WithLabelValues(l)

@@ -51,8 +51,10 @@ type Options struct {
 	// NodeID names this node in the tenant fences it takes ("": a single node): a tenant
 	// replacing one of another node's asks the networks about that node's marked submits.
 	NodeID string
-	Links  map[carriers.Network]LinkOptions
-	Faults Faults // deliberate defects, for the drills' own tests only (faults_on.go)
+	// Cluster places the node among others (engine_cluster.go); zero: a single node.
+	Cluster ClusterOptions
+	Links   map[carriers.Network]LinkOptions
+	Faults  Faults // deliberate defects, for the drills' own tests only (faults_on.go)
 }
 
 func (o *Options) setDefaults() {

@@ -37,9 +37,10 @@ func (e *Engine) receiptsForMessage(id uuid.UUID) *actor.PID {
 	return e.receipts[binary.BigEndian.Uint32(id[12:])%uint32(len(e.receipts))]
 }
 
-// tenant returns the tenant actor of an account, spawning it if needed.
+// tenant returns this node's tenant actor of an account, spawning it if needed; errMoved if
+// another node owns the account.
 func (e *Engine) tenant(ctx context.Context, id uuid.UUID) (*actor.PID, error) {
-	if pid, ok := e.tenants.Load(id); ok {
+	if pid, ok := e.tenants.Load(id); ok && e.owns(id) {
 		return pid.(*actor.PID), nil
 	}
 	res, err := e.request(ctx, e.supervisor, &getTenant{id: id})
@@ -71,9 +72,29 @@ func (e *Engine) request(ctx context.Context, pid *actor.PID, msg any) (any, err
 	return res, nil
 }
 
-// tenantRequest sends a command to an account's tenant actor. A tenant that stopped (idle)
-// between lookup and delivery answers with a dead letter; the lookup is then retried.
+// tenantRequest sends a command to an account's tenant, on whichever node owns the account.
+// While the account moves between nodes (the cluster's membership changed) it asks again.
 func (e *Engine) tenantRequest(ctx context.Context, id uuid.UUID, msg any) (any, error) {
+	for attempt := 0; ; attempt++ {
+		var res any
+		var err error
+		if e.owns(id) {
+			res, err = e.localTenantRequest(ctx, id, msg)
+		} else {
+			res, err = e.remoteRequest(ctx, id, msg)
+		}
+		if errors.Is(err, errMoved) && attempt < 50 && ctx.Err() == nil {
+			time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+			continue
+		}
+		return res, err
+	}
+}
+
+// localTenantRequest sends a command to this node's tenant of the account. A tenant that
+// stopped (idle) between lookup and delivery answers with a dead letter; the lookup is then
+// retried.
+func (e *Engine) localTenantRequest(ctx context.Context, id uuid.UUID, msg any) (any, error) {
 	for attempt := 0; ; attempt++ {
 		pid, err := e.tenant(ctx, id)
 		if err != nil {

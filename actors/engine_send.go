@@ -186,7 +186,7 @@ func (e *Engine) CreateCampaign(ctx context.Context, req CampaignRequest) (SendR
 // StartScheduled hands campaigns whose time came (their jobs now open) to their tenants.
 func (e *Engine) StartScheduled(due []persistence.DueCampaign) {
 	for _, d := range due {
-		e.root.Send(e.supervisor, &toTenant{account: d.AccountID, msg: &startJob{id: d.JobID}})
+		e.StartJob(d.AccountID, d.JobID)
 	}
 }
 
@@ -194,7 +194,7 @@ func (e *Engine) StartScheduled(due []persistence.DueCampaign) {
 // with the inbound message) to its account's tenant to dispatch. A job it never reaches (the
 // node stopped first) is resumed with the account's other open jobs when the node starts.
 func (e *Engine) StartJob(accountID, jobID uuid.UUID) {
-	e.root.Send(e.supervisor, &toTenant{account: accountID, msg: &startJob{id: jobID}})
+	e.root.Send(e.supervisor, &toTenant{account: accountID, msg: &startJob{id: jobID}}) // forwarded if not ours
 }
 
 // CancelCampaign stops a queued, scheduled or sending campaign. It answers once the campaign

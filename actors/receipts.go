@@ -257,9 +257,7 @@ func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
 	}
 	r.settleMarks(ctx, b)
 	for _, w := range res.Refunds {
-		if pid, ok := e.tenants.Load(w.AccountID); ok {
-			ctx.Send(pid.(*actor.PID), &walletChanged{wallet: w})
-		}
+		e.WalletChanged(w)
 	}
 	var refunded int64
 	for _, j := range res.Jobs {

@@ -31,6 +31,7 @@ type recoveryState struct {
 	oldMarks  []uuid.UUID // earlier runs' marks, deleted once every message under them is marked again
 	unsettled int         // messages under them not yet marked again
 	walking   bool        // the accounts are being walked
+	again     bool        // walk again when this walk ends
 	after     uuid.UUID   // the walk's cursor
 	reading   bool
 	retry     time.Duration
@@ -49,7 +50,9 @@ type (
 		err error
 	}
 	recoveryNext struct{}
-	rewake       struct{} // the supervisor restarted: its tenants are gone, wake them again
+	// rewake: the supervisor restarted (its tenants are gone), or the cluster's membership
+	// changed (placement: this node may own accounts it did not): wake them again.
+	rewake struct{ placement bool }
 )
 
 // recoveryPage is how many accounts recovery wakes at a time.
@@ -76,6 +79,9 @@ func (r *recoveryActor) Receive(ctx actor.Context) {
 	case *recoveryNext:
 		r.next(ctx)
 	case *rewake:
+		if st.walking && msg.placement {
+			st.again = true // the accounts this node owns changed under the walk: walk once more
+		}
 		if !st.walking {
 			st.walking, st.after, st.began = true, uuid.Nil, time.Now()
 			e.recoveryProgress.done.Store(false)
@@ -123,7 +129,9 @@ func (r *recoveryActor) takeInbox(ctx actor.Context) {
 				st.after = id
 			}
 			e.recoveryProgress.accounts.Add(int64(len(m.ids)))
-			if len(m.ids) < recoveryPage {
+			if len(m.ids) < recoveryPage && st.again {
+				st.again, st.after = false, uuid.Nil
+			} else if len(m.ids) < recoveryPage {
 				st.walking = false
 				e.recoveryProgress.done.Store(true)
 				took := time.Since(st.began)

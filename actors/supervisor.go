@@ -22,6 +22,7 @@ type supervisorActor struct {
 	e       *Engine
 	tenants map[uuid.UUID]*actor.PID
 	byPID   map[string]uuid.UUID
+	spawned uint64 // tenants spawned: each one's name ends with its number
 }
 
 // To the supervisor.
@@ -40,6 +41,9 @@ type (
 		account uuid.UUID
 		msg     any
 	}
+	// placementChanged: the cluster's membership changed; tenants of accounts another node
+	// owns now retire.
+	placementChanged struct{}
 )
 
 func (s *supervisorActor) Receive(ctx actor.Context) {
@@ -47,6 +51,10 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.start(ctx)
 	case *getTenant:
+		if !s.e.owns(msg.id) { // a retiring tenant takes no new commands either
+			ctx.Respond(errMoved)
+			return
+		}
 		pid, ok := s.tenants[msg.id]
 		if !ok {
 			var err error
@@ -58,6 +66,10 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 		ctx.Respond(pid)
 	case *toTenant:
 		pid, ok := s.tenants[msg.account]
+		if !ok && !s.e.owns(msg.account) {
+			s.forward(msg)
+			return
+		}
 		if !ok {
 			var err error
 			if pid, err = s.spawnTenant(ctx, msg.account); err != nil {
@@ -66,17 +78,35 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 			}
 		}
 		ctx.Send(pid, msg.msg)
+	case *placementChanged:
+		for id, pid := range s.tenants {
+			if !s.e.owns(id) {
+				ctx.Send(pid, &retire{})
+			}
+		}
 	case *passivating:
 		if pid, ok := s.tenants[msg.id]; ok && pid.Equal(msg.pid) {
 			s.forget(msg.id, pid)
 			ctx.Stop(pid)
 		}
 	case *actor.Terminated:
-		if id, ok := s.byPID[msg.Who.Id]; ok {
+		if id, ok := s.byPID[msg.Who.Id]; ok && msg.Who.Equal(s.tenants[id]) {
 			s.forget(id, msg.Who)
 		}
 	case *panicNow:
 		panic("supervisor: panic requested")
+	}
+}
+
+// forward hands what was meant for a tenant another node owns to that node, when it is a
+// command the cluster carries; the rest (answers to a tenant that retired) has nobody to go to.
+func (s *supervisorActor) forward(msg *toTenant) {
+	switch m := msg.msg.(type) {
+	case *startJob, *walletChanged:
+		s.e.remoteTell(msg.account, m)
+	case *acceptDone:
+		// Its tenant retired with the send uncommitted and stopped before the answer came (a
+		// restart of this supervisor): the caller times out, and its retry finds the outcome.
 	}
 }
 
@@ -102,7 +132,11 @@ func (s *supervisorActor) spawnTenant(ctx actor.Context, id uuid.UUID) (*actor.P
 	e := s.e
 	// The tenant's in-flight bookkeeping survives the tenant's own restarts (see tenantPending).
 	pending := &tenantPending{}
-	pid, err := ctx.SpawnNamed(e.props(func() actor.Actor { return &tenantActor{e: e, id: id, pending: pending} }), "tenant-"+id.String())
+	// Each incarnation has a name of its own: one stopping (idle, retired) may still hold its
+	// name when its successor starts, and its Terminated must not be taken for the successor's.
+	s.spawned++
+	name := fmt.Sprintf("tenant-%s-%d", id, s.spawned)
+	pid, err := ctx.SpawnNamed(e.props(func() actor.Actor { return &tenantActor{e: e, id: id, pending: pending} }), name)
 	if err != nil {
 		return nil, fmt.Errorf("spawn tenant: %w", err)
 	}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -67,10 +68,11 @@ type tenantPending struct {
 	accepting    int   // sends waiting for their commit
 	// fence is the epoch this tenant took when it first loaded (persistence.TakeFence): its
 	// debits and its jobs' submit marks carry it, so none goes through once another
-	// incarnation has replaced it. fenced: that has happened; the tenant refuses commands
-	// and stops once its pending commits have answered.
-	fence  int64
-	fenced bool
+	// incarnation has replaced it. retired: that has happened (ErrFenced), or the account
+	// moved to another node (errMoved); the tenant refuses commands with it and stops once
+	// its pending commits have answered.
+	fence   int64
+	retired error
 }
 
 type stashed struct {
@@ -98,6 +100,8 @@ type (
 	// fenced: a write for this tenant was refused because a newer incarnation holds the
 	// account (from a job whose submits a link could not mark, or a refused debit).
 	fenced struct{}
+	// retire: the cluster placed the account on another node.
+	retire struct{}
 )
 
 // loadRetry is how soon a tenant tries again to load its state after a failure.
@@ -131,8 +135,8 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 			t.loadedState(ctx, msg)
 		}
 	case *sendCmd, *quoteCmd, *campaignCmd, *cancelCmd, *creditCmd, *pricingCmd, *paymentCmd:
-		if t.pending.fenced {
-			ctx.Respond(ErrFenced)
+		if t.pending.retired != nil {
+			ctx.Respond(t.pending.retired)
 			return
 		}
 		if !t.loaded {
@@ -182,7 +186,9 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 			ctx.Send(ctx.Parent(), &passivating{id: t.id, pid: ctx.Self()})
 		}
 	case *fenced:
-		t.fenced(ctx)
+		t.retire(ctx, ErrFenced)
+	case *retire:
+		t.retire(ctx, errMoved)
 	case *panicNow:
 		panic("tenant: panic requested")
 	}
@@ -233,14 +239,17 @@ func (t *tenantActor) takeFence(c context.Context) (int64, error) {
 	return f.Epoch, nil
 }
 
-// fenced stops a tenant a newer incarnation replaced: its jobs stop (their submits still
-// in the links are fenced at the mark), commands are refused with ErrFenced, and it asks to
-// be stopped once the commits it waits for have answered.
-func (t *tenantActor) fenced(ctx actor.Context) {
-	if !t.pending.fenced {
-		t.pending.fenced = true
-		t.e.log.Warn("tenant fenced: a newer incarnation holds the account", slog.String("account_id", t.id.String()),
-			slog.Int64("epoch", t.pending.fence))
+// retire stops a tenant a newer incarnation replaced (ErrFenced) or whose account the cluster
+// placed on another node (errMoved): its jobs stop (their submits still in the links go out
+// under its fence until the successor takes the account's next one, and are refused after),
+// commands are refused, and it asks to be stopped once the commits it waits for have answered.
+func (t *tenantActor) retire(ctx actor.Context, why error) {
+	if t.pending.retired == nil {
+		t.pending.retired = why
+		if errors.Is(why, ErrFenced) {
+			t.e.log.Warn("tenant fenced: a newer incarnation holds the account", slog.String("account_id", t.id.String()),
+				slog.Int64("epoch", t.pending.fence))
+		}
 		for _, pid := range t.live {
 			ctx.Stop(pid)
 		}
@@ -248,7 +257,7 @@ func (t *tenantActor) fenced(ctx actor.Context) {
 		t.e.m.jobsWaiting.Sub(float64(len(t.waiting)))
 		t.waiting, t.inlineWaiting = nil, 0
 		for _, s := range t.stash {
-			ctx.Send(s.reply, ErrFenced)
+			ctx.Send(s.reply, why)
 		}
 		t.stash = nil
 	}

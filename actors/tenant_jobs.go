@@ -150,7 +150,7 @@ func (t *tenantActor) enqueue(js jobStart) {
 // startJobs spawns waiting jobs while the tenant has dispatch slots, and reads more
 // unfinished jobs when it runs out of waiting ones.
 func (t *tenantActor) startJobs(ctx actor.Context) {
-	if !t.loaded || t.pending.fenced {
+	if !t.loaded || t.pending.retired != nil {
 		return // a job's quiet hours come with the account; a fenced tenant starts nothing
 	}
 	for len(t.waiting) > 0 && len(t.dispatching) < t.e.opts.MaxDispatchingJob {

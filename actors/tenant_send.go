@@ -184,7 +184,7 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 	case errors.Is(d.result.Err, persistence.ErrFenced):
 		t.e.m.fencedWrites.WithLabelValues("debit").Inc()
 		ctx.Send(req.reply, ErrFenced)
-		t.fenced(ctx)
+		t.retire(ctx, ErrFenced)
 		return
 	case errors.Is(d.result.Err, persistence.ErrInsufficientBalance):
 		ctx.Send(req.reply, &InsufficientBalanceError{AvailableCents: t.available(), CostCents: req.job.CostCents})
@@ -204,8 +204,8 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 	ctx.Send(req.reply, &SendResult{JobID: req.job.ID, Recipients: req.job.Recipients, Suppressed: req.job.Suppressed,
 		Units: req.job.Units, CostCents: req.job.CostCents, MessageIDs: ids})
 	t.alertLowBalance(ctx)
-	if t.pending.fenced { // committed before the fence moved: the new incarnation resumes its job
-		t.fenced(ctx)
+	if why := t.pending.retired; why != nil { // committed before it retired: the successor resumes its job
+		t.retire(ctx, why)
 		return
 	}
 

@@ -218,6 +218,14 @@ func leaveOut[T any](s *suppressedSet, xs []T, nsn func(T) uint32) ([]T, int) {
 // caller's next send leaves the number out (or no longer does). A tenant not alive reads the
 // list when it starts.
 func (e *Engine) SuppressionChanged(ctx context.Context, accountID uuid.UUID, nsn uint32, suppressed bool) error {
+	if !e.owns(accountID) { // its jobs run on its owner: that node must know
+		_, err := e.tenantRequest(ctx, accountID, &suppressionChangedCmd{nsn: nsn, suppressed: suppressed})
+		return err
+	}
+	return e.suppressionChangedHere(ctx, accountID, nsn, suppressed)
+}
+
+func (e *Engine) suppressionChangedHere(ctx context.Context, accountID uuid.UUID, nsn uint32, suppressed bool) error {
 	if suppressed {
 		at, _ := e.suppressedAt.LoadOrStore(accountID, new(atomic.Int64))
 		at.(*atomic.Int64).Store(time.Now().UnixMilli())

@@ -404,8 +404,13 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 		}
 	}
 	known := map[key]bool{}
+	// Known means final: a submission whose outcome committed after the update above (another
+	// node wrote it) is sent now, and its receipt is late, not a duplicate.
 	krows, err := tx.Query(ctx, `SELECT r.provider_message_id, r.network FROM provider_refs r
-		JOIN unnest($1::text[], $2::smallint[]) AS u(pid, net) ON r.provider_message_id = u.pid AND r.network = u.net`, upids, unets)
+		JOIN unnest($1::text[], $2::smallint[]) AS u(pid, net) ON r.provider_message_id = u.pid AND r.network = u.net
+		GROUP BY 1, 2
+		HAVING NOT bool_or(EXISTS (SELECT 1 FROM messages x
+			WHERE x.account_id = r.account_id AND x.id = r.message_id AND x.status = 'sent'))`, upids, unets)
 	if err != nil {
 		return nil, fmt.Errorf("check unmatched receipts: %w", err)
 	}

@@ -74,6 +74,9 @@ func (a *App) boot(ctx context.Context) (err error) {
 	}
 
 	a.front.SetStage("starting the engine")
+	if cfg.ClusterAddr != "" {
+		a.front.SetStage("joining the cluster at " + cfg.ClusterAddr)
+	}
 	if err := a.startEngine(ctx); err != nil {
 		return err
 	}
@@ -332,6 +335,8 @@ func (a *App) startEngine(ctx context.Context) error {
 		BulkYield:       cfg.BulkAcceptYield,
 		Now:             a.now,
 		QuietCheck:      cfg.QuietHoursCheck,
+		NodeID:          cfg.NodeID,
+		Cluster:         actors.ClusterOptions{Addr: cfg.ClusterAddr, Peers: cfg.ClusterPeers},
 		Links:           links,
 	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: cs})
 	if err != nil {

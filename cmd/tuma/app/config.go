@@ -63,6 +63,9 @@ type Config struct {
 	ShedLatency      time.Duration
 	ShutdownTimeout  time.Duration
 	NodeLockWait     time.Duration
+	ClusterAddr      string   // "": a single node
+	ClusterPeers     []string // every node's ClusterAddr
+	NodeID           string   // default ClusterAddr
 	RateLimitRPS     float64
 	RateLimitBurst   int
 	LoginPerMinute   int // attempts per email and minute; per IP it is ten times this
@@ -209,6 +212,16 @@ func (c *Config) finish() error {
 					strings.ToUpper(n.String()))
 			}
 		}
+	}
+	if c.ClusterAddr != "" {
+		if !slices.Contains(c.ClusterPeers, c.ClusterAddr) {
+			return fmt.Errorf("invalid configuration: TUMA_CLUSTER_PEERS must list every node, this one (TUMA_CLUSTER_ADDR=%s) included", c.ClusterAddr)
+		}
+		if c.NodeID == "" {
+			c.NodeID = c.ClusterAddr
+		}
+	} else if len(c.ClusterPeers) > 0 {
+		return errors.New("invalid configuration: TUMA_CLUSTER_PEERS needs TUMA_CLUSTER_ADDR, this node's own address among them")
 	}
 	if c.Pprof && c.AdminToken == "" {
 		return errors.New("invalid configuration: TUMA_PPROF=true needs TUMA_ADMIN_TOKEN: the profiles are for operators only")

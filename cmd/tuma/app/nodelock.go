@@ -32,7 +32,7 @@ func (a *App) nodeName() string {
 // lockNode takes the node lock and keeps it in the background until stopLock; a lock taken
 // by another node in a database outage ends the node through lockLost.
 func (a *App) lockNode(ctx context.Context) error {
-	if a.shareDatabase {
+	if a.shareDatabase || a.cfg.ClusterAddr != "" { // the nodes of a cluster share it, fenced
 		return nil
 	}
 	a.front.SetStage("taking the node lock")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/carriers/smpp"
 	"github.com/tuma-sms/tuma/transport/webhooks"
@@ -216,6 +217,43 @@ func options() []option {
 		durationOption("TUMA_REQUEST_TIMEOUT", "30s", "deadline of each request's work", func(c *Config) *time.Duration { return &c.RequestTimeout }, duration),
 		intOption("TUMA_MAX_IN_FLIGHT", "512", "most API requests served at once; beyond the bound a request is answered 503 overloaded with Retry-After at once instead of queueing (health, readiness and metrics are never refused; 0 = no bound)", func(c *Config) *int { return &c.MaxInFlight }, 0, 1_000_000),
 		durationOption("TUMA_SHED_LATENCY", "250ms", "the in-flight bound shrinks while the mean latency of API requests exceeds this, and grows back to TUMA_MAX_IN_FLIGHT when it does not (0 = a fixed bound)", func(c *Config) *time.Duration { return &c.ShedLatency }, durationOrZero),
+		{"TUMA_CLUSTER_ADDR", "", "host:port this node's actor system listens on for the other nodes (its health port, for the membership checks, is the next port); unset: a single node, which refuses to share its database", false,
+			func(c *Config, v string) error {
+				if v == "" {
+					c.ClusterAddr = ""
+					return nil
+				}
+				if _, err := actors.HealthAddr(v); err != nil {
+					return errors.New("must be host:port, the port 1-65534 (the next port is its health port)")
+				}
+				c.ClusterAddr = v
+				return nil
+			},
+			func(c *Config) string { return c.ClusterAddr }},
+		{"TUMA_CLUSTER_PEERS", "", "with TUMA_CLUSTER_ADDR: every node's TUMA_CLUSTER_ADDR, comma-separated, this one included (static membership)", false,
+			func(c *Config, v string) error {
+				c.ClusterPeers = nil
+				for _, p := range strings.Split(v, ",") {
+					if p = strings.TrimSpace(p); p == "" {
+						continue
+					}
+					if _, err := actors.HealthAddr(p); err != nil {
+						return fmt.Errorf("%q must be host:port, the port 1-65534", p)
+					}
+					c.ClusterPeers = append(c.ClusterPeers, p)
+				}
+				return nil
+			},
+			func(c *Config) string { return strings.Join(c.ClusterPeers, ",") }},
+		{"TUMA_NODE_ID", "", "a stable name for this node in leases, fences and logs, at most 63 characters (default: TUMA_CLUSTER_ADDR; a single node needs none)", false,
+			func(c *Config, v string) error {
+				if len(v) > 63 {
+					return errors.New("at most 63 characters")
+				}
+				c.NodeID = v
+				return nil
+			},
+			func(c *Config) string { return c.NodeID }},
 		durationOption("TUMA_NODE_LOCK_WAIT", "5s", "a node holds its database for its whole life (several nodes on one database would send messages twice); a node that finds another holding it waits this long for it to go (one killed a moment ago), then refuses to start, naming it (0 = refuse at once)", func(c *Config) *time.Duration { return &c.NodeLockWait }, nonNegDuration),
 		durationOption("TUMA_SHUTDOWN_TIMEOUT", "20s", "how long a graceful shutdown may take", func(c *Config) *time.Duration { return &c.ShutdownTimeout }, duration),
 		{"TUMA_RATE_LIMIT_RPS", "100", "API requests per second per account, one bucket in Redis shared by every node (0 disables); a busy account's node takes tokens in leases of up to 50 ms of the rate, so the limit may let through one lease (5 requests at 100/s) per node beyond it", false,
