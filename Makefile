@@ -14,7 +14,7 @@ export TUMA_ADMIN_TOKEN ?= dev-admin-token-change-me
 export TUMA_SIGNUP_LIMIT_PER_IP ?= 0
 export TUMA_AUTH_LIMIT_PER_IP ?= 0
 
-.PHONY: run build test vet fmt-check lint bench drills fuzz migrate stores clean screenshots
+.PHONY: run build test vet fmt-check lint bench drills fuzz migrate stores clean screenshots proto cluster
 
 ## run: start PostgreSQL and Redis if needed, build, migrate and serve on simulated carriers
 ## (and the tenants' SMPP server on 127.0.0.1:2775 unless TUMA_SMPP_SERVER_ADDR is set);
@@ -25,6 +25,15 @@ run: stores build
 	@echo "  Admin     Authorization: Bearer $$TUMA_ADMIN_TOKEN"
 	@echo "  SMPP      $${TUMA_SMPP_SERVER_ADDR-127.0.0.1:2775} (tenants bind with /smpp/credentials; TUMA_SMPP_SERVER_ADDR= turns it off)"
 	@TUMA_SMPP_SERVER_ADDR=$${TUMA_SMPP_SERVER_ADDR-127.0.0.1:2775} exec $(BIN) serve --banner
+
+## proto: regenerate actors/wire from wire.proto (needs protoc and protoc-gen-go v1.36.12; the output is committed)
+proto:
+	cd actors/wire && protoc --go_out=. --go_opt=paths=source_relative wire.proto
+
+## cluster: three nodes as one cluster behind HAProxy (API on 127.0.0.1:8080), sending over SMPP
+## to one simulated SMSC; Ctrl-C stops them (deploy/dev/cluster.sh)
+cluster: stores build
+	@deploy/dev/cluster.sh
 
 ## build: compile the server to bin/tuma and the lab (load tests, drills) to bin/tuma-lab
 build:
