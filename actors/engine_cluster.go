@@ -65,6 +65,51 @@ type clusterState struct {
 	joined  chan struct{}
 	once    sync.Once
 	grains  sync.Map // uuid.UUID → *actor.PID: accounts' grains on other nodes, until the topology changes
+	calls   calls    // requests waiting for other nodes' answers
+}
+
+// errMemberGone answers a request whose node left the cluster before answering: the outcome
+// is unknown (ErrBusy), and waiting out the timeout would not make it known.
+var errMemberGone = fmt.Errorf("%w: the account's node left the cluster before answering", ErrBusy)
+
+// calls are the futures of requests to other nodes, by node address, so that a node's
+// departure answers them at once.
+type calls struct {
+	mu     sync.Mutex
+	byAddr map[string]map[*actor.PID]struct{}
+}
+
+func (c *calls) add(addr string, f *actor.PID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byAddr == nil {
+		c.byAddr = map[string]map[*actor.PID]struct{}{}
+	}
+	if c.byAddr[addr] == nil {
+		c.byAddr[addr] = map[*actor.PID]struct{}{}
+	}
+	c.byAddr[addr][f] = struct{}{}
+}
+
+func (c *calls) remove(addr string, f *actor.PID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byAddr[addr], f)
+	if len(c.byAddr[addr]) == 0 {
+		delete(c.byAddr, addr)
+	}
+}
+
+// gone takes the futures waiting on a node.
+func (c *calls) gone(addr string) []*actor.PID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fs := make([]*actor.PID, 0, len(c.byAddr[addr]))
+	for f := range c.byAddr[addr] {
+		fs = append(fs, f)
+	}
+	delete(c.byAddr, addr)
+	return fs
 }
 
 // startCluster joins the node to the cluster and waits until it sees itself a member.
@@ -131,6 +176,11 @@ func (e *Engine) topologyChanged(t *cluster.ClusterTopology) {
 	cl.members.Store(int64(len(t.Members)))
 	e.m.members.Set(float64(len(t.Members)))
 	cl.grains.Clear()
+	for _, m := range t.Left {
+		for _, f := range cl.calls.gone(m.Address()) {
+			e.root.Send(f, errMemberGone) // the future takes it as its answer
+		}
+	}
 	for _, m := range t.Members {
 		if m.Address() == e.sys.Address() {
 			cl.once.Do(func() { close(cl.joined) })
@@ -177,7 +227,13 @@ func (e *Engine) remoteRequest(ctx context.Context, id uuid.UUID, msg any) (any,
 		return nil, err
 	}
 	e.m.crossNode.WithLabelValues("request").Inc()
-	res, err := e.request(ctx, pid, w)
+	f, err := e.future(ctx, pid, w)
+	if err != nil {
+		return nil, err
+	}
+	e.cl.calls.add(pid.Address, f.PID())
+	res, err := futureResult(f)
+	e.cl.calls.remove(pid.Address, f.PID())
 	if err != nil {
 		if errors.Is(err, actor.ErrDeadLetter) {
 			e.cl.grains.CompareAndDelete(id, pid)

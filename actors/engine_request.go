@@ -52,6 +52,16 @@ func (e *Engine) tenant(ctx context.Context, id uuid.UUID) (*actor.PID, error) {
 
 // request sends a command and waits for the answer, up to the command timeout or ctx.
 func (e *Engine) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
+	f, err := e.future(ctx, pid, msg)
+	if err != nil {
+		return nil, err
+	}
+	return futureResult(f)
+}
+
+// future sends a command whose answer the returned future will hold, within the command
+// timeout or ctx's deadline.
+func (e *Engine) future(ctx context.Context, pid *actor.PID, msg any) (*actor.Future, error) {
 	timeout := e.opts.CommandTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
@@ -59,7 +69,12 @@ func (e *Engine) request(ctx context.Context, pid *actor.PID, msg any) (any, err
 	if timeout <= 0 {
 		return nil, ErrBusy
 	}
-	res, err := e.root.RequestFuture(pid, msg, timeout).Result()
+	return e.root.RequestFuture(pid, msg, timeout), nil
+}
+
+// futureResult waits for a future's answer; an answer that is an error is returned as one.
+func futureResult(f *actor.Future) (any, error) {
+	res, err := f.Result()
 	switch {
 	case errors.Is(err, actor.ErrTimeout):
 		return nil, ErrBusy

@@ -203,28 +203,11 @@ func (w *world) sqlInt(q string, args ...any) int64 {
 	return n
 }
 
-// metric returns the value of a gauge or counter with the given labels.
+// metric returns the value of a gauge or counter with the given labels, summed over the
+// series that match them.
 func (w *world) metric(name string, labels map[string]string) float64 {
 	w.t.Helper()
-	mfs, err := w.reg.Gather()
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
-					continue next
-				}
-			}
-			return value(m)
-		}
-	}
-	return 0
+	return metricOf(w.t, w.reg, name, labels)
 }
 
 func value(m *dto.Metric) float64 {

@@ -58,7 +58,7 @@ func (g *tenantGrain) Receive(ctx actor.Context) {
 
 // localCommand runs a command that came from another node on this node's tenant.
 func (e *Engine) localCommand(ctx context.Context, id uuid.UUID, cmd any) (any, error) {
-	if !e.accepting.Load() {
+	if !e.accepting.Load() && !e.startedAccepting(ctx) {
 		return nil, ErrStopping
 	}
 	switch c := cmd.(type) {
@@ -70,6 +70,27 @@ func (e *Engine) localCommand(ctx context.Context, id uuid.UUID, cmd any) (any, 
 		defer e.acceptingBulk(len(c.req.Recipients))()
 	}
 	return e.localTenantRequest(ctx, id, cmd)
+}
+
+// startedAccepting waits for an engine that joined the cluster and is still starting (the
+// others route its accounts to it from the moment it is a member) to take commands; false
+// for one that stopped taking them.
+func (e *Engine) startedAccepting(ctx context.Context) bool {
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return false
+	}
+	for range 100 { // Start sets accepting just after ready
+		if e.accepting.Load() {
+			return true
+		}
+		if e.life.Err() != nil {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
 }
 
 // localTell delivers a command that needs no answer to this node's tenant.

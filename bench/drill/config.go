@@ -54,6 +54,9 @@ type Sizes struct {
 	StormAcceptP99   time.Duration // slowest accepted send (p99) during the storm
 	ShutdownLoad     time.Duration // load before SIGTERM
 	HookMessages     int           // messages whose webhook events wait through the hooks drill's kills
+	ClusterMessages  int           // messages the cluster-kill drill sends through HAProxy, at least
+	ClusterKills     int           // nodes killed with kill -9 (and started again), one at a time
+	ClusterKillGap   time.Duration // mean time between those kills
 }
 
 // FullSizes are the figures of `tuma-lab drill` (make drills).
@@ -63,7 +66,7 @@ var FullSizes = Sizes{
 	BacklogKillEvery: 3 * time.Second, BacklogLatency: 20 * time.Millisecond, BacklogRSSGrowth: 200 << 20, ProbeDelay: time.Second,
 	PGOutage: 30 * time.Second, RedisOutage: 15 * time.Second, NetworkOutage: 10 * time.Second,
 	SlowLoad: 40 * time.Second, Storm: 15 * time.Second, StormAcceptP99: 2 * time.Second, ShutdownLoad: 5 * time.Second,
-	HookMessages: 50_000,
+	HookMessages: 50_000, ClusterMessages: 100_000, ClusterKills: 10, ClusterKillGap: 15 * time.Second,
 }
 
 // ShortSizes are the figures of `tuma-lab drill --short` (CI).
@@ -73,7 +76,7 @@ var ShortSizes = Sizes{
 	BacklogKillEvery: time.Second, BacklogLatency: 100 * time.Millisecond, BacklogRSSGrowth: 100 << 20, ProbeDelay: time.Second,
 	PGOutage: 10 * time.Second, RedisOutage: 5 * time.Second, NetworkOutage: 5 * time.Second,
 	SlowLoad: 12 * time.Second, Storm: 5 * time.Second, StormAcceptP99: 2 * time.Second, ShutdownLoad: 3 * time.Second,
-	HookMessages: 50_000,
+	HookMessages: 50_000, ClusterMessages: 20_000, ClusterKills: 2, ClusterKillGap: 6 * time.Second,
 }
 
 // Sizes of this run.
@@ -87,7 +90,7 @@ func (c Config) Sizes() Sizes {
 // Names lists everything `tuma-lab drill` runs, in its order: the reliability drills, then the
 // security checks, which read the logs of every node the run started.
 func Names() []string {
-	return []string{"crash", "backlog", "deps", "overload", "shutdown", "hooks", "quiet", security}
+	return []string{"crash", "backlog", "deps", "overload", "shutdown", "hooks", "quiet", "cluster-kill", security}
 }
 
 // security names the security checks among the drills (--only security, the table's rows).

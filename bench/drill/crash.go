@@ -117,6 +117,11 @@ const crashRequestTimeout = 30 * time.Millisecond
 // sent its share of total messages, paced so its share spreads over window from start.
 // Workers 2t and 2t+1 send as tenant t.
 func crashPlan(r *runner, tenants []*tenant, workers, total int, start time.Time, window time.Duration) func(int) (send, bool) {
+	return pacedPlan(r, tenants, "crash", crashSizes, workers, total, start, window)
+}
+
+// pacedPlan is crashPlan with sends of the given sizes, their keys starting with label.
+func pacedPlan(r *runner, tenants []*tenant, label string, sizes []int, workers, total int, start time.Time, window time.Duration) func(int) (send, bool) {
 	share := (total + workers - 1) / workers
 	perMessage := window / time.Duration(share)
 	type state struct {
@@ -125,7 +130,7 @@ func crashPlan(r *runner, tenants []*tenant, workers, total int, start time.Time
 	var mu sync.Mutex
 	st := make([]state, workers)
 	for w := range st {
-		st[w].rot = r.intN(len(crashSizes))
+		st[w].rot = r.intN(len(sizes))
 	}
 	return func(w int) (send, bool) {
 		mu.Lock()
@@ -134,14 +139,14 @@ func crashPlan(r *runner, tenants []*tenant, workers, total int, start time.Time
 			mu.Unlock()
 			return send{}, false
 		}
-		size := crashSizes[(s.i+s.rot)%len(crashSizes)]
+		size := sizes[(s.i+s.rot)%len(sizes)]
 		i, due := s.i, start.Add(time.Duration(s.sent)*perMessage)
 		s.i++
 		s.sent += size
 		mu.Unlock()
 		time.Sleep(time.Until(due))
 		t := tenants[(w/2)%len(tenants)]
-		return send{t: t, key: fmt.Sprintf("crash-%s-%d-%d", r.id, w, i), n: size,
+		return send{t: t, key: fmt.Sprintf("%s-%s-%d-%d", label, r.id, w, i), n: size,
 			body: sendBody(w*50_000+i*400, size, "Drill: your parcel is on its way")}, true
 	}
 }

@@ -128,6 +128,12 @@ func TestQuietDrill(t *testing.T) {
 	mustPass(t, runDrill(t, "quiet", ""))
 }
 
+// Three nodes as one cluster behind HAProxy, two of them killed -9 in turn under load: every
+// message final once, every ledger balanced, no key charged twice.
+func TestClusterKillDrill(t *testing.T) {
+	mustPass(t, runDrill(t, "cluster-kill", ""))
+}
+
 // Webhook events pending through two kills -9 all arrive, once each by id, in order.
 func TestHooksDrill(t *testing.T) {
 	mustPass(t, runDrill(t, "hooks", ""))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -256,7 +257,9 @@ func checkKeys(ctx context.Context, db *pgx.Conn, rec *recorder, kc *keyCheck, j
 		told[o.jobID] = true
 		if !o.unknownAt.IsZero() && kc.pending[o.unknownReq] {
 			unknowns++
-			if gap := o.lastStart.Sub(o.unknownAt); !o.replayed && gap < kc.lease {
+			// When the send ran again: its job's id is a UUIDv7 of that moment (a retry may
+			// have started earlier and waited on the key until the claim lapsed).
+			if gap := jobTime(o).Sub(o.unknownAt); !o.replayed && gap < kc.lease {
 				rerun++
 				exRerun = fmt.Sprintf("key %s: answered 503 unavailable, then run again %s later (job %s) instead of replaying", o.key, secs(gap), o.jobID)
 			}
@@ -313,4 +316,14 @@ func firstOf(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// jobTime is when a 2xx send's job was created (its UUIDv7 id), else when its answering
+// attempt started.
+func jobTime(o outcome) time.Time {
+	if id, err := uuid.Parse(o.jobID); err == nil && id.Version() == 7 {
+		sec, nsec := id.Time().UnixTime()
+		return time.Unix(sec, nsec)
+	}
+	return o.lastStart
 }

@@ -3,6 +3,7 @@
 #   - Chromium, for the browser test of the checkout page (Debian's chromium package);
 #   - Node.js and npm, for the SMPP interoperability test (node-smpp as the SMSC; the test
 #     installs the package itself into a temporary folder);
+#   - HAProxy, in front of the cluster drills' nodes (Debian's haproxy package);
 #   - promtool, for the alert-rule tests (taken out of Debian's prometheus package without
 #     installing it, so no Prometheus service is set up on the machine).
 # Prints the directory to put on PATH for promtool. Safe to run again and again.
@@ -32,6 +33,14 @@ else
 	say "installing Node.js and npm (apt-get install nodejs npm)"
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm >/dev/null ||
 		{ as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm >/dev/null; }
+fi
+
+if command -v haproxy >/dev/null 2>&1; then
+	say "HAProxy is installed"
+else
+	say "installing HAProxy (apt-get install haproxy)"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy >/dev/null ||
+		{ as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy >/dev/null; }
 fi
 
 if command -v promtool >/dev/null 2>&1 || [ -x "$tools/bin/promtool" ]; then
