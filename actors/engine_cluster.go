@@ -59,7 +59,6 @@ var errMoved = errors.New("the account's owner node changed; ask again")
 // clusterState is the engine's view of the cluster.
 type clusterState struct {
 	c       *cluster.Cluster
-	self    string                             // this node's address in the cluster
 	rdv     atomic.Pointer[cluster.Rendezvous] // the placement of the last topology; nil before the first
 	members atomic.Int64
 	joined  chan struct{}
@@ -153,7 +152,6 @@ func (e *Engine) startCluster(opts ClusterOptions) (err error) {
 		}
 	}()
 	cl.c.StartMember()
-	cl.self = e.sys.Address()
 	join := opts.Join
 	if join <= 0 {
 		join = 30 * time.Second

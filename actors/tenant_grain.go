@@ -32,6 +32,13 @@ type (
 )
 
 func (g *tenantGrain) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		// An account nobody sends for lets its grain go; the next command activates another.
+		ctx.SetReceiveTimeout(g.e.opts.TenantIdle)
+	case *actor.ReceiveTimeout:
+		ctx.Stop(ctx.Self())
+	}
 	msg, ok := ctx.Message().(proto.Message)
 	if !ok {
 		return // lifecycle messages, cluster.ClusterInit: the grain holds no state

@@ -220,6 +220,11 @@ func (c *Config) finish() error {
 		if c.NodeID == "" {
 			c.NodeID = c.ClusterAddr
 		}
+		if c.JWTSecretGenerated {
+			// Each node would sign (and seal webhook secrets) with a secret of its own: a login
+			// made on one node would fail on the others.
+			return errors.New("invalid configuration: a cluster node needs TUMA_JWT_SECRET, the same on every node")
+		}
 	} else if len(c.ClusterPeers) > 0 {
 		return errors.New("invalid configuration: TUMA_CLUSTER_PEERS needs TUMA_CLUSTER_ADDR, this node's own address among them")
 	}

@@ -49,6 +49,14 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{map[string]string{"TUMA_JOB_WINDOW": "-1"}, "TUMA_JOB_WINDOW"},
 		{map[string]string{"TUMA_SMPP_AIRTEL": "smpp://tuma:pw@host"}, "TUMA_SMPP_AIRTEL"},
 		{map[string]string{"TUMA_CARRIERS": "smpp", "TUMA_SMPP_SAFARICOM": "smpp://a:b@h:1"}, "TUMA_SMPP_AIRTEL"},
+		{map[string]string{"TUMA_CLUSTER_ADDR": "127.0.0.1"}, "TUMA_CLUSTER_ADDR"},
+		{map[string]string{"TUMA_CLUSTER_ADDR": "127.0.0.1:65535"}, "TUMA_CLUSTER_ADDR"}, // no port left for its health checks
+		{map[string]string{"TUMA_CLUSTER_PEERS": "127.0.0.1:7101,nowhere"}, "TUMA_CLUSTER_PEERS"},
+		{map[string]string{"TUMA_CLUSTER_PEERS": "127.0.0.1:7101"}, "TUMA_CLUSTER_ADDR"},
+		{map[string]string{"TUMA_CLUSTER_ADDR": "127.0.0.1:7101", "TUMA_CLUSTER_PEERS": "127.0.0.1:7111",
+			"TUMA_JWT_SECRET": strings.Repeat("s", 32)}, "TUMA_CLUSTER_PEERS"},
+		{map[string]string{"TUMA_CLUSTER_ADDR": "127.0.0.1:7101", "TUMA_CLUSTER_PEERS": "127.0.0.1:7101,127.0.0.1:7111"}, "TUMA_JWT_SECRET"},
+		{map[string]string{"TUMA_NODE_ID": strings.Repeat("n", 64)}, "TUMA_NODE_ID"},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(env(tt.vars))
@@ -60,6 +68,21 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 	_, err := LoadConfig(env(map[string]string{"TUMA_JWT_SECRET": "hunter2"}))
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("error %v reveals the secret", err)
+	}
+}
+
+// A cluster node names itself after its address unless told, and its peers include it.
+func TestLoadConfigCluster(t *testing.T) {
+	c, err := LoadConfig(env(map[string]string{"TUMA_CLUSTER_ADDR": "127.0.0.1:7101",
+		"TUMA_CLUSTER_PEERS": " 127.0.0.1:7101, 127.0.0.1:7111 ,", "TUMA_JWT_SECRET": strings.Repeat("s", 32)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NodeID != "127.0.0.1:7101" || len(c.ClusterPeers) != 2 || c.ClusterPeers[1] != "127.0.0.1:7111" {
+		t.Errorf("node %q, peers %q; want the address and both peers", c.NodeID, c.ClusterPeers)
+	}
+	if c, err := LoadConfig(env(nil)); err != nil || c.ClusterAddr != "" || c.NodeID != "" {
+		t.Errorf("a single node: %+v, %v", c.ClusterAddr, err)
 	}
 }
 

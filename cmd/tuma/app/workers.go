@@ -40,6 +40,10 @@ func (a *App) startWorkers() error {
 	workers := []actors.Worker{
 		{Name: workerMail, Every: a.outbox.Poll(), Round: mail.Round, AtStart: true},
 		{Name: workerReconciler, Every: reconcile.Every, Round: func(ctx context.Context) (bool, error) {
+			// One node at a time asks the payment provider (several would ask the same questions).
+			if held, err := a.store.HoldLease(ctx, workerReconciler, a.cfg.NodeID, 3*reconcile.Every); !held || err != nil {
+				return false, err
+			}
 			return a.confirm.Reconcile(ctx, reconcile)
 		}},
 		{Name: workerProbes, Every: 5 * time.Second, Timeout: 10 * time.Second, Round: a.http.ProbeDependencies, AtStart: true},
