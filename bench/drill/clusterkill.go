@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -33,10 +34,11 @@ func clusterKillDrill(ctx context.Context, r *runner, rec *recorder) error {
 	if err != nil {
 		return err
 	}
-	front, err := r.haproxy(ctx, "cluster-kill", nodes)
+	front, stop, err := r.haproxy(ctx, "cluster-kill", nodes)
 	if err != nil {
 		return err
 	}
+	defer stop()
 	c := newClient(front, 256, 60*time.Second, r.secrets)
 	tenants, err := r.tenants(ctx, c, "cluster", tenantsN, max(1000, total/tenantsN))
 	if err != nil {
@@ -203,15 +205,16 @@ func (l *load) failures() int64 {
 }
 
 // haproxy starts HAProxy in front of the nodes, checking each one's /readyz every 500 ms, and
-// returns its address. It stops with the drill's context.
-func (r *runner) haproxy(ctx context.Context, name string, nodes []*node) (string, error) {
+// returns its address and how to stop it (it also dies with the drill's process: left
+// running, it would go on checking ports other programs come to use).
+func (r *runner) haproxy(ctx context.Context, name string, nodes []*node) (string, func(), error) {
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
-		return "", errors.New("the cluster drills need HAProxy (apt-get install haproxy; deploy/dev/test-tools.sh installs it)")
+		return "", nil, errors.New("the cluster drills need HAProxy (apt-get install haproxy; deploy/dev/test-tools.sh installs it)")
 	}
 	port, err := freePort()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var servers strings.Builder
 	for _, n := range nodes {
@@ -237,30 +240,38 @@ backend nodes
 %s`, port, servers.String())
 	path := filepath.Join(r.work, name+"-haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	logf, err := os.Create(filepath.Join(r.work, name+"-haproxy.log"))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	cmd := exec.CommandContext(ctx, bin, "-f", path, "-db")
+	cmd := exec.Command(bin, "-f", path, "-db")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return "", fmt.Errorf("start haproxy: %w", err)
+		return "", nil, fmt.Errorf("start haproxy: %w", err)
 	}
+	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
+		close(exited)
 	}()
+	stop := func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if newClient(base, 1, time.Second, r.secrets).do(ctx, "GET", "/readyz", nil).status == 200 {
-			return base, nil
+			return base, stop, nil
 		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("haproxy on %s serves no node: see %s", base, logf.Name())
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			stop()
+			return "", nil, fmt.Errorf("haproxy on %s serves no node: see %s", base, logf.Name())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
