@@ -57,6 +57,9 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	Store      Store
 	Carriers   map[carriers.Network]Carrier
+	// Slots shares each network's TPS among the nodes of a cluster (link_shared.go); nil:
+	// each node keeps to the cap on its own.
+	Slots Slots
 }
 
 // Engine is a running dispatch engine.
@@ -66,6 +69,7 @@ type Engine struct {
 	store    Store
 	carriers map[carriers.Network]Carrier
 	m        *metrics
+	slots    Slots
 
 	sys        *actor.ActorSystem
 	pool       *pool // runs mailboxes and goIO (engine_pool.go)
@@ -84,6 +88,12 @@ type Engine struct {
 	tenants sync.Map // uuid.UUID → *actor.PID: this node's tenants
 	// cl is the cluster this node is a member of (engine_cluster.go); nil for a single node.
 	cl *clusterState
+	// dog notices a pause past the cluster's limit (engine_lapse.go); nil for a single node.
+	dog atomic.Pointer[watchdog]
+	// fenced counts the writes fences and lapses refused (logged when a lapsed node stops).
+	fenced atomic.Int64
+	// lapseRefused counts the commands a lapsed node refused.
+	lapseRefused atomic.Int64
 	// suppressedAt: per account, when this node last added a number to its suppression list
 	// (uuid.UUID → *atomic.Int64, Unix ms): its jobs accepted since look their recipients up
 	// before submitting them (mayBeSuppressed).
@@ -184,7 +194,7 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 			return nil, fmt.Errorf("no carrier for %s", n)
 		}
 	}
-	e := &Engine{opts: opts, log: deps.Log, store: deps.Store, carriers: deps.Carriers, m: m,
+	e := &Engine{opts: opts, log: deps.Log, store: deps.Store, carriers: deps.Carriers, m: m, slots: deps.Slots,
 		expansions: make(chan struct{}, opts.Expansions), ready: make(chan struct{}),
 		pool: newPool(poolIdle, mailboxThroughput)}
 	e.startID = persistence.NewID()
@@ -314,6 +324,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		return nil
 	}
 	e.stopWorkers()
+	defer e.logLapse()
 	var errs []error
 	for _, pid := range slices.Concat(e.writers, e.links[1:], e.receipts, []*actor.PID{e.progress}) {
 		if _, err := e.request(ctx, pid, &drain{}); err != nil {

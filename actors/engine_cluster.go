@@ -31,6 +31,9 @@ type ClusterOptions struct {
 	Peers []string // every node's Addr, this one included
 	// Join bounds how long Start waits to see this node in the cluster's membership (30s).
 	Join time.Duration
+	// PauseLimit: a node that stopped running for longer (a pause, a frozen VM) stops acting
+	// on its view of the cluster and asks to be restarted (engine_lapse.go); 0 turns it off.
+	PauseLimit time.Duration
 }
 
 func (o ClusterOptions) on() bool { return o.Addr != "" }
@@ -158,6 +161,7 @@ func (e *Engine) startCluster(opts ClusterOptions) (err error) {
 	}
 	select {
 	case <-cl.joined:
+		e.startWatchdog(opts.PauseLimit)
 		return nil
 	case <-time.After(join):
 		return fmt.Errorf("join the cluster: this node (%s) did not appear among the members within %s", opts.Addr, join)

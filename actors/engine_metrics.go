@@ -36,6 +36,7 @@ type metrics struct {
 	unmatched     prometheus.Counter
 	fencedWrites  *prometheus.CounterVec // write: debit, mark
 	members       prometheus.Gauge
+	lapses        prometheus.Counter
 	crossNode     *prometheus.CounterVec // kind: request, tell, received
 
 	resumed         prometheus.Counter // open messages resumed jobs read
@@ -126,9 +127,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		batchErrors: s.counterVec("db", "batch_errors_total",
 			"Database batches that failed (and were retried), by operation.", "op"),
 		fencedWrites: s.counterVec("cluster", "fenced_writes_total",
-			"Writes refused because a newer incarnation of the account's tenant holds its fence: debits (sends refused) and submits not marked (not sent), by write.", "write"),
+			"Writes refused because a newer incarnation of the account's tenant holds its fence: debits (sends refused), submits not marked (not sent), and marked submits a node paused past its limit did not make, by write.", "write"),
 		members: s.gauge("cluster", "members",
 			"Nodes in the cluster as this node sees them (1 for a single node)."),
+		lapses: s.counter("cluster", "lapses_total",
+			"Times this node found it had been paused past TUMA_CLUSTER_PAUSE_LIMIT (it then stops submitting and restarts to rejoin)."),
 		crossNode: s.counterVec("cluster", "messages_total",
 			"Commands for accounts another node owns, by kind: requests and tells this node sent there, commands it received from other nodes.", "kind"),
 		unmatched: s.counter("receipts", "unmatched_total",
@@ -172,7 +175,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, op := range []string{"accept", "expand", "receipts", "progress", "mark"} {
 		m.batchErrors.WithLabelValues(op)
 	}
-	for _, w := range []string{"debit", "mark"} {
+	for _, w := range []string{"debit", "mark", "submit"} {
 		m.fencedWrites.WithLabelValues(w)
 	}
 	for _, k := range []string{"request", "tell", "received"} {

@@ -90,6 +90,10 @@ func futureResult(f *actor.Future) (any, error) {
 // tenantRequest sends a command to an account's tenant, on whichever node owns the account.
 // While the account moves between nodes (the cluster's membership changed) it asks again.
 func (e *Engine) tenantRequest(ctx context.Context, id uuid.UUID, msg any) (any, error) {
+	if e.lapsed() {
+		e.lapseRefused.Add(1)
+		return nil, errLapsedCommand
+	}
 	for attempt := 0; ; attempt++ {
 		var res any
 		var err error
@@ -110,6 +114,10 @@ func (e *Engine) tenantRequest(ctx context.Context, id uuid.UUID, msg any) (any,
 // stopped (idle) between lookup and delivery answers with a dead letter; the lookup is then
 // retried.
 func (e *Engine) localTenantRequest(ctx context.Context, id uuid.UUID, msg any) (any, error) {
+	if e.lapsed() { // another node's request: that node's view is the live one
+		e.lapseRefused.Add(1)
+		return nil, errLapsedCommand
+	}
 	for attempt := 0; ; attempt++ {
 		pid, err := e.tenant(ctx, id)
 		if err != nil {

@@ -47,7 +47,7 @@ func (e *Engine) Wake(name string) {
 func (e *Engine) goWorker(timeout time.Duration, f func(ctx context.Context)) bool {
 	e.workMu.Lock()
 	defer e.workMu.Unlock()
-	if e.workLife.Err() != nil {
+	if e.workLife.Err() != nil || e.lapsed() {
 		return false
 	}
 	e.work.Add(1)

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 
@@ -23,4 +25,11 @@ func PanicTenant(e *Engine, account uuid.UUID) bool {
 		e.root.Send(pid.(*actor.PID), &panicNow{})
 	}
 	return ok
+}
+
+// Lapse makes the engine act as a node paused past its limit would on waking (tests only).
+func Lapse(e *Engine) {
+	dog := newWatchdog(time.Second)
+	dog.born = dog.born.Add(-time.Minute)
+	e.dog.Store(dog)
 }

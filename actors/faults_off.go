@@ -9,3 +9,7 @@ type Faults struct{}
 func (Faults) skipResume() bool { return false }
 
 func (Faults) holdSlots() bool { return false }
+
+func (Faults) localTPS() bool { return false }
+
+func (Faults) unwatched() bool { return false }

@@ -10,6 +10,8 @@ type Faults struct {
 	// HoldSlots: a job keeps its dispatch slot until its last outcome, so a network that is
 	// down stops the tenant's other networks once its slots are full (the deps drill).
 	HoldSlots bool
+	LocalTPS  bool // links keep to a network's cap each on its own node, not together (cluster-tps)
+	Unwatched bool // no watchdog: a node paused past eviction goes on with its old view (cluster-pause)
 }
 
 // skipResume: a tenant never walks the jobs earlier runs (or incarnations) left unfinished.
@@ -21,3 +23,13 @@ func (f Faults) skipResume() bool { return f.SkipResume }
 //
 //go:noinline
 func (f Faults) holdSlots() bool { return f.HoldSlots }
+
+// localTPS: a cluster's links take no slots from the shared schedule.
+//
+//go:noinline
+func (f Faults) localTPS() bool { return f.LocalTPS }
+
+// unwatched: no watchdog notices a pause.
+//
+//go:noinline
+func (f Faults) unwatched() bool { return f.Unwatched }

@@ -38,6 +38,10 @@ type linkState struct {
 	looker  Looker // nil when the network cannot say whether it took a message
 	breaker *gobreaker.TwoStepCircuitBreaker[struct{}]
 	pacer   pacer
+	// shared: the network's schedule across nodes (link_shared.go); nil on a single node or
+	// without a cap. sharedDown: pacing on this node's share while Redis does not answer.
+	shared     *sharedPace
+	sharedDown bool
 
 	queue    fairQueue
 	retry    []*submitReq           // throttled or temporarily failed: go before the queue
@@ -121,6 +125,9 @@ func newLinkState(e *Engine, n carriers.Network) *linkState {
 	st := &linkState{network: n, label: n.String(), opts: opts, carrier: e.carriers[n], pacer: newPacer(opts.TPS),
 		known: map[uuid.UUID]struct{}{}, marks: map[uuid.UUID]int{}, work: make(chan submitJob, opts.Window)}
 	st.looker, _ = st.carrier.(Looker)
+	if e.slots != nil && e.cl != nil && opts.TPS > 0 && !e.opts.Faults.localTPS() {
+		st.shared = newSharedPace(st.label, opts.TPS)
+	}
 	gauge := e.m.breakerState.WithLabelValues(st.label)
 	st.breaker = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         st.label,
@@ -135,7 +142,7 @@ func newLinkState(e *Engine, n carriers.Network) *linkState {
 		// working as designed.
 		IsSuccessful: func(err error) bool { return err == nil || errors.Is(err, ErrRejected) },
 		IsExcluded: func(err error) bool {
-			return errors.Is(err, ErrThrottled) || errors.Is(err, context.Canceled) || errors.Is(err, errAbandoned)
+			return errors.Is(err, ErrThrottled) || errors.Is(err, context.Canceled) || errors.Is(err, errAbandoned) || errors.Is(err, ErrLapsed)
 		},
 		// Runs under the breaker's lock: only touch the gauge and log.
 		OnStateChange: func(name string, from, to gobreaker.State) {
@@ -231,6 +238,8 @@ func (l *linkActor) takeInbox(ctx actor.Context) {
 			l.done(ctx, m)
 		case *unmarkDone:
 			l.unmarked(ctx, m)
+		case *slotsGranted:
+			l.granted(m)
 		}
 	}
 	if len(l.st.lookedUp) > 0 {
@@ -299,6 +308,9 @@ func (l *linkActor) pump(ctx actor.Context) {
 		}
 		return
 	}
+	if l.e.lapsed() { // nothing more is taken: the account's new owner sends what is queued
+		return
+	}
 	now := time.Now()
 	if st.yield.hold(now, l.e.bulkAccepts.Load(), l.e.opts.BulkYield) {
 		l.wakeAt(ctx, now.Add(time.Millisecond))
@@ -313,6 +325,17 @@ func (l *linkActor) pump(ctx actor.Context) {
 		if at, ok := st.pacer.ready(now); !ok {
 			l.wakeAt(ctx, at)
 			break
+		}
+		if st.shared != nil {
+			if at, ok := st.shared.take(now); !ok {
+				switch {
+				case !at.IsZero():
+					l.wakeAt(ctx, at)
+				case !st.shared.asking:
+					l.askSlots(ctx, len(st.retry)+st.queue.len())
+				}
+				break
+			}
 		}
 		st.pacer.took(now)
 		var req *submitReq

@@ -106,7 +106,7 @@ func (l *linkActor) dropFenced(ctx actor.Context, batch []*submitReq, out map[pe
 			keep = append(keep, req)
 			continue
 		}
-		l.e.m.fencedWrites.WithLabelValues("mark").Inc()
+		l.e.fencedWrite("mark")
 		delete(l.st.known, req.msg.id) // the new incarnation's job may hand it here again
 		if !told[req.job.Id] {
 			told[req.job.Id] = true

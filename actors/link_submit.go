@@ -115,6 +115,10 @@ func (l *linkActor) submit(ctx context.Context, j submitJob) *submitDone {
 			nm.recovered.absent.Inc()
 		}
 	}
+	if l.e.lapsed() { // marked while this node still owned the account; its owner may differ now
+		d.err = errLapsedSubmit
+		return d
+	}
 	d.providerID, d.err = st.carrier.Submit(ctx, j.out)
 	if errors.Is(d.err, ErrUnknownOutcome) && st.looker != nil {
 		nm.lostAnswers.Inc()
@@ -165,6 +169,12 @@ func (l *linkActor) done(ctx actor.Context, d *submitDone) {
 			s:   persistence.Submitted{AccountID: req.account, MessageID: req.msg.id, Network: st.network, At: now},
 			job: req.job, mark: req.mark,
 		})
+	case errors.Is(d.err, ErrLapsed):
+		// Not sent: it stays queued, and marked, in the store for the account's new owner, who
+		// asks the network about it before sending; this node's job stops.
+		l.e.fencedWrite("submit")
+		delete(st.known, req.msg.id)
+		ctx.Send(req.job, &fenced{})
 	case errors.Is(d.err, ErrThrottled):
 		nm.throttled.Inc()
 		st.pacer.throttled(now)

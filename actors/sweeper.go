@@ -88,6 +88,9 @@ func (s *sweeperActor) walk(ctx actor.Context) {
 	e.goIO(10*time.Minute, func(c context.Context) {
 		w := &swept{cursor: cursor}
 		for range sweepRounds {
+			if e.lapsed() { // its lease may have passed on while it was paused
+				break
+			}
 			// One node sweeps at a time (several would ask the networks the same questions);
 			// the lease is renewed with every page and passes on when its holder stops.
 			held, err := e.store.HoldLease(c, "sweeper", e.opts.NodeID, max(3*e.opts.SweepInterval, 30*time.Second))

@@ -182,7 +182,7 @@ func (t *tenantActor) accepted(ctx actor.Context, d *acceptDone) {
 		ctx.Send(req.reply, d.err)
 		return
 	case errors.Is(d.result.Err, persistence.ErrFenced):
-		t.e.m.fencedWrites.WithLabelValues("debit").Inc()
+		t.e.fencedWrite("debit")
 		ctx.Send(req.reply, ErrFenced)
 		t.retire(ctx, ErrFenced)
 		return

@@ -56,7 +56,11 @@ type Sizes struct {
 	HookMessages     int           // messages whose webhook events wait through the hooks drill's kills
 	ClusterMessages  int           // messages the cluster-kill drill sends through HAProxy, at least
 	ClusterKills     int           // nodes killed with kill -9 (and started again), one at a time
-	ClusterKillGap   time.Duration // mean time between those kills
+	ClusterKillGap   time.Duration // mean time between those kills (and the cluster-pause drill's pauses)
+	ClusterPauses    int           // nodes paused with SIGSTOP past eviction, then continued
+	ClusterPauseFor  time.Duration // how long each stays stopped
+	// ClusterTPSMessages: messages to one network capped at 100 TPS over three nodes.
+	ClusterTPSMessages int
 }
 
 // FullSizes are the figures of `tuma-lab drill` (make drills).
@@ -67,6 +71,7 @@ var FullSizes = Sizes{
 	PGOutage: 30 * time.Second, RedisOutage: 15 * time.Second, NetworkOutage: 10 * time.Second,
 	SlowLoad: 40 * time.Second, Storm: 15 * time.Second, StormAcceptP99: 2 * time.Second, ShutdownLoad: 5 * time.Second,
 	HookMessages: 50_000, ClusterMessages: 100_000, ClusterKills: 10, ClusterKillGap: 15 * time.Second,
+	ClusterPauses: 5, ClusterPauseFor: 5 * time.Second, ClusterTPSMessages: 6_000,
 }
 
 // ShortSizes are the figures of `tuma-lab drill --short` (CI).
@@ -77,6 +82,7 @@ var ShortSizes = Sizes{
 	PGOutage: 10 * time.Second, RedisOutage: 5 * time.Second, NetworkOutage: 5 * time.Second,
 	SlowLoad: 12 * time.Second, Storm: 5 * time.Second, StormAcceptP99: 2 * time.Second, ShutdownLoad: 3 * time.Second,
 	HookMessages: 50_000, ClusterMessages: 20_000, ClusterKills: 2, ClusterKillGap: 6 * time.Second,
+	ClusterPauses: 1, ClusterPauseFor: 4 * time.Second, ClusterTPSMessages: 1_500,
 }
 
 // Sizes of this run.
@@ -90,7 +96,7 @@ func (c Config) Sizes() Sizes {
 // Names lists everything `tuma-lab drill` runs, in its order: the reliability drills, then the
 // security checks, which read the logs of every node the run started.
 func Names() []string {
-	return []string{"crash", "backlog", "deps", "overload", "shutdown", "hooks", "quiet", "cluster-kill", security}
+	return []string{"crash", "backlog", "deps", "overload", "shutdown", "hooks", "quiet", "cluster-kill", "cluster-pause", "cluster-tps", security}
 }
 
 // security names the security checks among the drills (--only security, the table's rows).

@@ -134,6 +134,27 @@ func TestClusterKillDrill(t *testing.T) {
 	mustPass(t, runDrill(t, "cluster-kill", ""))
 }
 
+// A node of three paused past eviction and continued exits to rejoin; nothing it held is
+// sent or charged twice.
+func TestClusterPauseDrill(t *testing.T) {
+	mustPass(t, runDrill(t, "cluster-pause", ""))
+}
+
+// The cluster-pause drill notices a node that wakes from a pause and goes on.
+func TestClusterPauseDrillNoticesFaults(t *testing.T) {
+	mustFail(t, runDrill(t, "cluster-pause", "unwatched"), "cluster-pause", "woken node exits")
+}
+
+// Three nodes keep one network to its 100 TPS, counted at the SMSC.
+func TestClusterTPSDrill(t *testing.T) {
+	mustPass(t, runDrill(t, "cluster-tps", ""))
+}
+
+// The cluster-tps drill notices nodes that each keep to the cap alone.
+func TestClusterTPSDrillNoticesFaults(t *testing.T) {
+	mustFail(t, runDrill(t, "cluster-tps", "local-tps"), "cluster-tps", "submits in a second, at worst")
+}
+
 // Webhook events pending through two kills -9 all arrive, once each by id, in order.
 func TestHooksDrill(t *testing.T) {
 	mustPass(t, runDrill(t, "hooks", ""))

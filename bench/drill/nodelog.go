@@ -33,3 +33,31 @@ func engineTimeouts(logPath string) (map[string]bool, error) {
 	}
 	return out, sc.Err()
 }
+
+// lapses reads a node's log for the stops of a lapsed node (paused past its limit): how many
+// there were, and the writes and commands they refused.
+func lapses(logPath string) (stops int, refused, commands int64, err error) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"a lapsed node stops"`)) {
+			continue
+		}
+		var entry struct {
+			Refused  int64 `json:"refused_writes"`
+			Commands int64 `json:"refused_commands"`
+		}
+		if json.Unmarshal(line, &entry) == nil {
+			stops++
+			refused += entry.Refused
+			commands += entry.Commands
+		}
+	}
+	return stops, refused, commands, sc.Err()
+}

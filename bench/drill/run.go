@@ -34,15 +34,17 @@ type drillFunc func(ctx context.Context, r *runner, rec *recorder) error
 
 func drills() map[string]drillFunc {
 	return map[string]drillFunc{
-		"crash":        crashDrill,
-		"backlog":      backlogDrill,
-		"deps":         depsDrill,
-		"overload":     overloadDrill,
-		"shutdown":     shutdownDrill,
-		"hooks":        hooksDrill,
-		"quiet":        quietDrill,
-		"cluster-kill": clusterKillDrill,
-		security:       securityDrill,
+		"crash":         crashDrill,
+		"backlog":       backlogDrill,
+		"deps":          depsDrill,
+		"overload":      overloadDrill,
+		"shutdown":      shutdownDrill,
+		"hooks":         hooksDrill,
+		"quiet":         quietDrill,
+		"cluster-kill":  clusterKillDrill,
+		"cluster-pause": clusterPauseDrill,
+		"cluster-tps":   clusterTPSDrill,
+		security:        securityDrill,
 	}
 }
 

@@ -57,6 +57,11 @@ type SMSC struct {
 	undeliv atomic.Uint64
 	queries atomic.Uint64
 
+	// Accepted submits per unix second, so a load test can check a TPS cap second by second.
+	// Its own lock: taken once per accepted submit, it must not wait on query_sm's maps.
+	secMu sync.Mutex
+	secs  [secondsKept]SecondCount // slot sec%secondsKept; a stale Second marks a slot as free
+
 	mu      sync.Mutex
 	conns   map[*smscConn]struct{}
 	states  map[string]byte // message id → message_state, for query_sm
@@ -151,16 +156,53 @@ func (s *SMSC) Stats() SMSCStats {
 		Queries: s.queries.Load(), Sessions: n}
 }
 
-// admit counts a submit against the current second's cap.
-func (s *SMSC) admit() bool {
+// admit counts a submit against the cap of second now.
+func (s *SMSC) admit(now int64) bool {
 	if s.cfg.TPS == 0 {
 		return true
 	}
-	now := time.Now().Unix()
 	if sec := s.second.Load(); sec != now && s.second.CompareAndSwap(sec, now) {
 		s.inSec.Store(0)
 	}
 	return s.inSec.Add(1) <= int64(s.cfg.TPS)
+}
+
+// secondsKept is how far back Seconds sees: an hour, in a fixed ring.
+const secondsKept = 3600
+
+// SecondCount is how many submit_sm an SMSC accepted (ESME_ROK) in one unix second.
+type SecondCount struct {
+	Second  int64 // unix
+	Submits int
+}
+
+// countSecond counts an accepted submit in second sec.
+func (s *SMSC) countSecond(sec int64) {
+	s.secMu.Lock()
+	c := &s.secs[sec%secondsKept]
+	switch {
+	case c.Second == sec:
+		c.Submits++
+	case c.Second < sec: // the slot's second is an hour gone
+		*c = SecondCount{Second: sec, Submits: 1}
+	} // else counted by a submit that stalled past the ring: too old to keep
+	s.secMu.Unlock()
+}
+
+// Seconds lists the seconds with accepted submits of the last hour, oldest first, from the
+// second holding since.
+func (s *SMSC) Seconds(since time.Time) []SecondCount {
+	now := time.Now().Unix()
+	from := max(since.Unix(), now-secondsKept+1)
+	var out []SecondCount
+	s.secMu.Lock()
+	defer s.secMu.Unlock()
+	for sec := from; sec <= now; sec++ {
+		if c := s.secs[sec%secondsKept]; c.Second == sec && c.Submits > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // smscConn is one ESME's connection.
@@ -326,11 +368,12 @@ func (c *smscConn) handle(p *PDU) bool {
 
 func (c *smscConn) submit(p, resp *PDU) {
 	s := c.s
+	sec := time.Now().Unix() // the cap's second and the count's are one: a drill compares them
 	switch {
 	case !c.bound.Load():
 		resp.Status = StatusInvBndSts
 		return
-	case !s.admit():
+	case !s.admit(sec):
 		s.thr.Add(1)
 		resp.Status = StatusThrottled
 		return
@@ -340,6 +383,7 @@ func (c *smscConn) submit(p, resp *PDU) {
 		return
 	}
 	s.submits.Add(1)
+	s.countSecond(sec)
 	n := s.ids.Add(1)
 	if s.cfg.IDForm == IDDecInRespHexInReceipt {
 		resp.MessageID = strconv.FormatUint(n, 10)

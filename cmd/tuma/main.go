@@ -30,6 +30,9 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv); err != nil {
 		fmt.Fprintln(os.Stderr, "tuma:", err)
+		if errors.Is(err, app.ErrRestart) {
+			os.Exit(app.ExitRestart)
+		}
 		os.Exit(1)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/tuma-sms/tuma/carriers/smpp"
@@ -31,7 +32,8 @@ func runSMSC(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&ids, "ids", "same", "how receipt texts write the submit_sm_resp id: same, hex-dec or dec-hex")
 	fs.BoolVar(&cfg.ReceiptTLVs, "receipt-tlvs", true, "add receipted_message_id and message_state to receipts")
 	fs.StringVar(&control, "control", "", "HTTP address for POST /mo {from, to, text, concat: udh|udh16|sar}: "+
-		"a subscriber's message delivered to a bound ESME (empty: off)")
+		"a subscriber's message delivered to a bound ESME; GET /stats[?since=unix]: the counters and "+
+		"the submits accepted in each second of the last 600 (empty: off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -67,7 +69,7 @@ func runSMSC(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			_ = srv.Shutdown(sctx)
 			<-served
 		}()
-		fmt.Fprintf(stdout, "tuma smsc control on http://%s (POST /mo)\n", ln.Addr())
+		fmt.Fprintf(stdout, "tuma smsc control on http://%s (POST /mo, GET /stats)\n", ln.Addr())
 	}
 	err = s.Serve(ctx)
 	st := s.Stats()
@@ -84,12 +86,55 @@ type moRequest struct {
 	Concat string `json:"concat"` // udh (default), udh16 or sar: how a long text's parts are tied
 }
 
+// smscStats is the body of the control's GET /stats.
+type smscStats struct {
+	Binds       uint64       `json:"binds"`
+	Submits     uint64       `json:"submits"`
+	Throttled   uint64       `json:"throttled"`
+	Rejected    uint64       `json:"rejected"`
+	Receipts    uint64       `json:"receipts"`
+	Undelivered uint64       `json:"undelivered"`
+	Queries     uint64       `json:"queries"`
+	Seconds     []smscSecond `json:"seconds"`
+}
+
+type smscSecond struct {
+	Second  int64 `json:"second"` // unix
+	Submits int   `json:"submits"`
+}
+
+// statsSeconds is how far back GET /stats looks: a drill's run, not the SMSC's whole hour.
+const statsSeconds = 600
+
 // smscControl serves POST /mo: it answers 200 {"parts": n} once the bound ESME has taken every
 // part (deliver_sm_resp ESME_ROK; refusals for now are offered again, as an SMSC does), 400
 // for an empty or too long text, 422 for a refusal for good, 503 when no ESME is bound to
-// receive within the request's 30 s.
+// receive within the request's 30 s. GET /stats answers the counters and the submits accepted
+// (ESME_ROK) in each second of the last 600 that had any, oldest first, so a load test can
+// check a TPS cap second by second; ?since=<unix seconds> narrows them to a run's.
 func smscControl(s *smpp.SMSC) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
+		since := time.Now().Add(-(statsSeconds - 1) * time.Second)
+		if q := r.URL.Query(); q.Has("since") {
+			n, err := strconv.ParseInt(q.Get("since"), 10, 64)
+			if err != nil {
+				http.Error(w, "since: want unix seconds, e.g. since=1700000000", http.StatusBadRequest)
+				return
+			}
+			if t := time.Unix(n, 0); t.After(since) {
+				since = t
+			}
+		}
+		st := s.Stats()
+		out := smscStats{Binds: st.Binds, Submits: st.Submits, Throttled: st.Throttled, Rejected: st.Rejected,
+			Receipts: st.Receipts, Undelivered: st.Undelivered, Queries: st.Queries, Seconds: []smscSecond{}}
+		for _, c := range s.Seconds(since) {
+			out.Seconds = append(out.Seconds, smscSecond{Second: c.Second, Submits: c.Submits})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
 	mux.HandleFunc("POST /mo", func(w http.ResponseWriter, r *http.Request) {
 		var in moRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&in); err != nil {

@@ -50,15 +50,31 @@ trap stop INT TERM EXIT
 pids+=($!)
 TUMA_CLUSTER_PEERS= TUMA_CARRIERS=sim "$BIN" migrate
 
+# node runs one node, starting it again when it exits 75 (it was paused past
+# TUMA_CLUSTER_PAUSE_LIMIT and must rejoin as a new member), as systemd's Restart= would.
+node() {
+	local child= code
+	trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null; wait "$child"; exit 0' INT TERM
+	while :; do
+		"$BIN" serve &
+		child=$!
+		printf '%s\n' "$child" >"$DIR/$TUMA_NODE_ID.pid"
+		code=0
+		wait "$child" || code=$?
+		[ "$code" = 75 ] || exit "$code"
+		printf 'cluster: %s exited 75 (paused past its limit): starting it again\n' "$TUMA_NODE_ID" >&2
+	done
+}
+
 servers=
 smpp=
-nodepids=
 for i in $(seq 1 $NODES); do
-	TUMA_HTTP_ADDR=127.0.0.1:$((8080 + i)) TUMA_CLUSTER_ADDR=127.0.0.1:$((7091 + 10 * i)) TUMA_NODE_ID=node-$i \
-		TUMA_SMPP_SERVER_ADDR=127.0.0.1:$((2775 + i)) TUMA_DATA_DIR="$DIR/node-$i-data" \
-		"$BIN" serve >"$DIR/node-$i.log" 2>&1 &
+	(
+		export TUMA_HTTP_ADDR=127.0.0.1:$((8080 + i)) TUMA_CLUSTER_ADDR=127.0.0.1:$((7091 + 10 * i)) TUMA_NODE_ID=node-$i \
+			TUMA_SMPP_SERVER_ADDR=127.0.0.1:$((2775 + i)) TUMA_DATA_DIR="$DIR/node-$i-data"
+		node
+	) >"$DIR/node-$i.log" 2>&1 &
 	pids+=($!)
-	nodepids="$nodepids node-$i=$!"
 	servers="$servers    server node-$i 127.0.0.1:$((8080 + i)) check
 "
 	smpp="$smpp    server node-$i 127.0.0.1:$((2775 + i)) check
@@ -119,8 +135,9 @@ cat <<EOF
   HAProxy   http://127.0.0.1:8404/ (stats)
   Logs      $DIR/node-N.log, $DIR/smsc.log, $DIR/haproxy.log
 
-  Processes$nodepids
-  kill -9 one node and its accounts move to the others within seconds. Ctrl-C stops everything.
+  Processes $DIR/node-N.pid (kill -9 one: its accounts move to the others within seconds;
+            kill -STOP it for 5 s, then -CONT: it exits 75 and is started again)
+  Ctrl-C stops everything.
 
 EOF
 # A node that dies (kill -9 it to watch the others take its accounts over) leaves the rest

@@ -86,6 +86,13 @@ func WithClock(now func() time.Time) Option { return func(a *App) { a.now = now 
 // errUnreachable marks a boot failure worth retrying: a store not reachable yet.
 var errUnreachable = errors.New("not reachable yet")
 
+// ErrRestart ends Run when the node must be started again to be whole (a cluster node paused
+// past TUMA_CLUSTER_PAUSE_LIMIT): main exits with ExitRestart so a supervisor restarts it.
+var ErrRestart = errors.New("restart this node")
+
+// ExitRestart is the exit status for ErrRestart (EX_TEMPFAIL).
+const ExitRestart = 75
+
 // New opens the listeners. Nothing is served until Run, and nothing else is connected yet:
 // Run serves at once and boots the node behind its front.
 func New(_ context.Context, cfg Config, log *slog.Logger, opts ...Option) (*App, error) {
@@ -190,6 +197,8 @@ func (a *App) Run(ctx context.Context) error {
 		case err = <-serveErr:
 			err = fmt.Errorf("http server: %w", err)
 		case err = <-a.lockLost:
+		case <-a.engine.Lapsed():
+			err = fmt.Errorf("%w: %w", ErrRestart, a.engine.ClusterHealth())
 		}
 	}
 	if a.cfg.Faults.abruptShutdown() { // a deliberate defect: exit at once, nothing drained

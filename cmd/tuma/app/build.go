@@ -153,12 +153,16 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		CodeSecret:         derive(cfg.JWTSecret, "verification codes"),
 		RefreshTokenTTL:    cfg.RefreshTokenTTL,
 	}
+	checks := []ops.Check{
+		{Name: "postgres", Critical: true, Probe: a.store.Ping},
+		{Name: "redis", Critical: false, Probe: a.redis.Ping},
+	}
+	if cfg.ClusterAddr != "" { // served once the engine runs (the handler is attached after boot)
+		checks = append(checks, ops.Check{Name: "cluster", Critical: true, Probe: func(context.Context) error { return a.engine.ClusterHealth() }})
+	}
 	operations, err := ops.New(ops.Options{MetricsElsewhere: cfg.MetricsAddr != "", Pprof: cfg.Pprof}, ops.Deps{
 		Log: log, Registerer: a.registry, Gatherer: a.registry,
-		Checks: []ops.Check{
-			{Name: "postgres", Critical: true, Probe: a.store.Ping},
-			{Name: "redis", Critical: false, Probe: a.redis.Ping},
-		},
+		Checks:   checks,
 		Recovery: func() any { return a.engine.Recovery() },
 	})
 	if err != nil {
@@ -336,9 +340,9 @@ func (a *App) startEngine(ctx context.Context) error {
 		Now:             a.now,
 		QuietCheck:      cfg.QuietHoursCheck,
 		NodeID:          cfg.NodeID,
-		Cluster:         actors.ClusterOptions{Addr: cfg.ClusterAddr, Peers: cfg.ClusterPeers},
+		Cluster:         actors.ClusterOptions{Addr: cfg.ClusterAddr, Peers: cfg.ClusterPeers, PauseLimit: cfg.ClusterPauseLimit},
 		Links:           links,
-	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: cs})
+	}, actors.Deps{Log: a.log, Registerer: a.registry, Store: a.store, Carriers: cs, Slots: redis.NewSchedule(a.redis)})
 	if err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}

@@ -25,54 +25,55 @@ import (
 
 // Config is the whole configuration of a node, read once from the environment and validated.
 type Config struct {
-	Env              string // development | production (unset: development, on loopback only)
-	HTTPAddr         string
-	MetricsAddr      string // internal listener for /metrics and pprof; "" = /metrics on HTTPAddr
-	Pprof            bool   // /debug/pprof/* on HTTPAddr, behind the admin token
-	PublicURL        string
-	DashboardURL     string
-	DatabaseURL      string
-	DatabaseMaxConns int
-	MigrateOnStart   bool
-	RedisURL         string
-	RedisPrefix      string
-	JWTSecret        string
-	AdminToken       string
-	SMTPURL          string
-	MailFrom         string
-	PaymentProvider  string
-	PaymentSecretKey string
-	PaystackBaseURL  string
-	SharedSenderID   string
-	HandOffMessages  int
-	CampaignWindow   int
-	JobWindow        int // 0: no limit
-	ImportWorkers    int // transactions a contact import merges in at once
-	SenderFees       SenderFees
-	DataDir          string
-	Carriers         string
-	SMPPBinds        map[carriers.Network][]smpp.BindConfig // TUMA_CARRIERS=smpp: each network's binds
-	smppRaw          [carriers.NetworkSlots]string
-	LogLevel         slog.Level
-	LogFormat        string // text | json
-	AccessLog        bool
-	LogBuffer        time.Duration
-	MaxBodyBytes     int
-	RequestTimeout   time.Duration
-	MaxInFlight      int
-	ShedLatency      time.Duration
-	ShutdownTimeout  time.Duration
-	NodeLockWait     time.Duration
-	ClusterAddr      string   // "": a single node
-	ClusterPeers     []string // every node's ClusterAddr
-	NodeID           string   // default ClusterAddr
-	RateLimitRPS     float64
-	RateLimitBurst   int
-	LoginPerMinute   int // attempts per email and minute; per IP it is ten times this
-	BcryptCost       int
-	RefreshTokenTTL  time.Duration
-	SessionMaxAge    time.Duration  // a dashboard session's absolute lifetime
-	TrustedProxies   []netip.Prefix // peers whose X-Forwarded-For is believed
+	Env               string // development | production (unset: development, on loopback only)
+	HTTPAddr          string
+	MetricsAddr       string // internal listener for /metrics and pprof; "" = /metrics on HTTPAddr
+	Pprof             bool   // /debug/pprof/* on HTTPAddr, behind the admin token
+	PublicURL         string
+	DashboardURL      string
+	DatabaseURL       string
+	DatabaseMaxConns  int
+	MigrateOnStart    bool
+	RedisURL          string
+	RedisPrefix       string
+	JWTSecret         string
+	AdminToken        string
+	SMTPURL           string
+	MailFrom          string
+	PaymentProvider   string
+	PaymentSecretKey  string
+	PaystackBaseURL   string
+	SharedSenderID    string
+	HandOffMessages   int
+	CampaignWindow    int
+	JobWindow         int // 0: no limit
+	ImportWorkers     int // transactions a contact import merges in at once
+	SenderFees        SenderFees
+	DataDir           string
+	Carriers          string
+	SMPPBinds         map[carriers.Network][]smpp.BindConfig // TUMA_CARRIERS=smpp: each network's binds
+	smppRaw           [carriers.NetworkSlots]string
+	LogLevel          slog.Level
+	LogFormat         string // text | json
+	AccessLog         bool
+	LogBuffer         time.Duration
+	MaxBodyBytes      int
+	RequestTimeout    time.Duration
+	MaxInFlight       int
+	ShedLatency       time.Duration
+	ShutdownTimeout   time.Duration
+	NodeLockWait      time.Duration
+	ClusterAddr       string        // "": a single node
+	ClusterPeers      []string      // every node's ClusterAddr
+	NodeID            string        // default ClusterAddr
+	ClusterPauseLimit time.Duration // a pause past it: restart to rejoin (0: off)
+	RateLimitRPS      float64
+	RateLimitBurst    int
+	LoginPerMinute    int // attempts per email and minute; per IP it is ten times this
+	BcryptCost        int
+	RefreshTokenTTL   time.Duration
+	SessionMaxAge     time.Duration  // a dashboard session's absolute lifetime
+	TrustedProxies    []netip.Prefix // peers whose X-Forwarded-For is believed
 
 	// Budgets of what outside input can make a node do (0: off).
 	AuthLimitPerIP            int    // per minute, unauthenticated auth endpoints

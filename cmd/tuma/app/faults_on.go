@@ -20,7 +20,8 @@ func (f Faults) store() persistence.Faults {
 }
 
 func (f Faults) engine() actors.Faults {
-	return actors.Faults{SkipResume: f.has("skip-resume"), HoldSlots: f.has("hold-slots")}
+	return actors.Faults{SkipResume: f.has("skip-resume"), HoldSlots: f.has("hold-slots"), LocalTPS: f.has("local-tps"),
+		Unwatched: f.has("unwatched")}
 }
 
 func (f Faults) front() api.Faults {

@@ -254,6 +254,7 @@ func options() []option {
 				return nil
 			},
 			func(c *Config) string { return c.NodeID }},
+		durationOption("TUMA_CLUSTER_PAUSE_LIMIT", "1500ms", "with TUMA_CLUSTER_ADDR: a node that finds it did not run for longer than this (SIGSTOP, a frozen VM) may have been evicted by the others, who wait 2 s on a health check: it stops submitting and serving, fails /readyz and exits with status 75 to be restarted as a new member (0 = off)", func(c *Config) *time.Duration { return &c.ClusterPauseLimit }, nonNegDuration),
 		durationOption("TUMA_NODE_LOCK_WAIT", "5s", "a node holds its database for its whole life (several nodes on one database would send messages twice); a node that finds another holding it waits this long for it to go (one killed a moment ago), then refuses to start, naming it (0 = refuse at once)", func(c *Config) *time.Duration { return &c.NodeLockWait }, nonNegDuration),
 		durationOption("TUMA_SHUTDOWN_TIMEOUT", "20s", "how long a graceful shutdown may take", func(c *Config) *time.Duration { return &c.ShutdownTimeout }, duration),
 		{"TUMA_RATE_LIMIT_RPS", "100", "API requests per second per account, one bucket in Redis shared by every node (0 disables); a busy account's node takes tokens in leases of up to 50 ms of the rate, so the limit may let through one lease (5 requests at 100/s) per node beyond it", false,
@@ -296,7 +297,7 @@ func options() []option {
 		durationOption("TUMA_QUIET_HOURS_CHECK", "30s", "how often a tenant looks at its quiet hours between their edges (it also wakes at each edge): promotional messages go within this of a clock that jumps", func(c *Config) *time.Duration { return &c.QuietHoursCheck }, duration),
 		intOption("TUMA_LINK_WINDOW", "256", "carrier links: most submits in flight per network (with SMPP, at least the sum of its binds' windows); a network answering in L passes at most this many per L", func(c *Config) *int { return &c.LinkWindow }, 1, 10_000),
 		durationOption("TUMA_RECEIPT_TIMEOUT", "10m", "a sent message with no delivery receipt after this is asked about", func(c *Config) *time.Duration { return &c.ReceiptTimeout }, duration),
-		{"TUMA_FAULTS", "", "deliberate defects for the drills' own tests (skip-refunds, skip-resume, release-keys, hold-slots, log-secrets, cross-tenant, abrupt-shutdown, no-shed); only binaries built with -tags faults accept it", false,
+		{"TUMA_FAULTS", "", "deliberate defects for the drills' own tests (skip-refunds, skip-resume, release-keys, hold-slots, log-secrets, cross-tenant, abrupt-shutdown, no-shed, local-tps, unwatched); only binaries built with -tags faults accept it", false,
 			func(c *Config, v string) error { return c.Faults.parse(v) },
 			func(c *Config) string { return c.Faults.String() }},
 		durationOption("TUMA_RECEIPT_DEADLINE", "72h", "a sent message still without a final status after this fails and is refunded (the stale-sent sweep; at least TUMA_RECEIPT_TIMEOUT)", func(c *Config) *time.Duration { return &c.ReceiptDeadline }, duration),
