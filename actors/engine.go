@@ -317,10 +317,15 @@ func (e *Engine) goIO(timeout time.Duration, f func(ctx context.Context)) {
 // Stop drains the engine: no new commands, accepted sends finish committing, links stop
 // taking new work and wait for in-flight submits, receipts write what they hold and the
 // progress log is folded. Messages still queued stay queued in the database and resume on the
-// next start.
+// next start. A cluster node first hands its accounts over to the others (leave).
 func (e *Engine) Stop(ctx context.Context) error {
-	if !e.accepting.Swap(false) {
+	if !e.accepting.Load() {
 		e.teardown() // already stopped or killed
+		return nil
+	}
+	e.leave(ctx)
+	if !e.accepting.Swap(false) {
+		e.teardown()
 		return nil
 	}
 	e.stopWorkers()

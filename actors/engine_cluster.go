@@ -23,6 +23,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/google/uuid"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // ClusterOptions place the node among others (CONTRACT §16). A zero value is a single node.
@@ -66,8 +67,9 @@ type clusterState struct {
 	members atomic.Int64
 	joined  chan struct{}
 	once    sync.Once
-	grains  sync.Map // uuid.UUID → *actor.PID: accounts' grains on other nodes, until the topology changes
-	calls   calls    // requests waiting for other nodes' answers
+	grains  sync.Map    // uuid.UUID → *actor.PID: accounts' grains on other nodes, until the topology changes
+	calls   calls       // requests waiting for other nodes' answers
+	left    atomic.Bool // leave has handed the node's accounts over
 }
 
 // errMemberGone answers a request whose node left the cluster before answering: the outcome
@@ -272,11 +274,35 @@ func (e *Engine) Members() int {
 	return int(e.cl.members.Load())
 }
 
+// leaveWait is how long a draining node keeps serving the accounts it owns after it has told
+// the others it is leaving: their membership checks run every second.
+const leaveWait = 2 * time.Second
+
+// leave hands the node's accounts over before it drains: it tells the others it is going and
+// closes its health endpoint, so they evict it at their next check and take its accounts (their
+// tenants take the fences, and this node's tenants stop at their next write), and meanwhile it
+// goes on serving what they still route here rather than answering 503.
+func (e *Engine) leave(ctx context.Context) {
+	if e.cl == nil || e.cl.c == nil || e.cl.c.Remote == nil || e.lapsed() {
+		return // a lapsed node has been evicted already
+	}
+	c := e.cl.c
+	c.Gossip.SetState(cluster.GracefullyLeftKey, &emptypb.Empty{})
+	_ = c.Config.ClusterProvider.Shutdown(true)
+	e.cl.left.Store(true)
+	e.log.Info("leaving the cluster: the others take this node's accounts over while it drains", slog.Duration("wait", leaveWait))
+	select {
+	case <-time.After(leaveWait):
+	case <-ctx.Done():
+	}
+}
+
 // stopCluster leaves the cluster, telling the others, once the engine's actors are down; it
 // shuts the actor system down with it.
 func (e *Engine) stopCluster() {
 	if e.cl != nil && e.cl.c != nil && e.cl.c.Remote != nil {
-		e.cl.c.Shutdown(true)
+		// Having left (leave), there is no ownership left to wait for.
+		e.cl.c.Shutdown(!e.cl.left.Load())
 		return
 	}
 	e.sys.Shutdown()

@@ -7,7 +7,7 @@
 #   API (HAProxy)       127.0.0.1:8080     nodes 127.0.0.1:8081, :8082, :8083
 #   tenants' SMPP       127.0.0.1:2775     nodes 127.0.0.1:2776, :2777, :2778
 #   cluster ports       127.0.0.1:7101, :7111, :7121 (health checks on the next port)
-#   SMSC simulator      127.0.0.1:2790
+#   SMSC simulator      127.0.0.1:2790 (GET http://127.0.0.1:2791/stats: what it accepted, per second)
 #   HAProxy stats       http://127.0.0.1:8404/
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -46,7 +46,7 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-"$BIN" smsc --addr 127.0.0.1:2790 --receipt-delay 500ms >"$DIR/smsc.log" 2>&1 &
+"$BIN" smsc --addr 127.0.0.1:2790 --control 127.0.0.1:2791 --receipt-delay 500ms >"$DIR/smsc.log" 2>&1 &
 pids+=($!)
 TUMA_CLUSTER_PEERS= TUMA_CARRIERS=sim "$BIN" migrate
 
@@ -130,7 +130,7 @@ cat <<EOF
   Tuma cluster: $NODES nodes, one database ($TUMA_DATABASE_URL)
   API       http://127.0.0.1:8080 (HAProxy; nodes on :8081-:808$NODES, each with /readyz and /metrics)
   SMPP      127.0.0.1:2775 (HAProxy; tenants bind with /smpp/credentials)
-  SMSC      127.0.0.1:2790 (bin/tuma smsc, the networks of every node)
+  SMSC      127.0.0.1:2790 (bin/tuma smsc, the networks of every node; counts: curl 127.0.0.1:2791/stats)
   Admin     Authorization: Bearer $TUMA_ADMIN_TOKEN
   HAProxy   http://127.0.0.1:8404/ (stats)
   Logs      $DIR/node-N.log, $DIR/smsc.log, $DIR/haproxy.log

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -271,6 +272,63 @@ func TestComposeStatesItsChoices(t *testing.T) {
 	}
 	if c.Env != "development" || c.AdminToken != "" || !c.JWTSecretGenerated {
 		t.Errorf("compose config: env %q, admin token %q, generated JWT secret %v; want development, off, generated", c.Env, c.AdminToken, c.JWTSecretGenerated)
+	}
+}
+
+// TestComposeClusterProfile: the cluster profile's three nodes are one cluster (each among its
+// peers, named apart, one database and Redis prefix), refuse to start without the shared
+// secret, and are the servers HAProxy checks.
+func TestComposeClusterProfile(t *testing.T) {
+	raw, err := os.ReadFile("../../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Profiles    []string          `yaml:"profiles"`
+			Environment map[string]string `yaml:"environment"`
+			Restart     string            `yaml:"restart"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &compose); err != nil {
+		t.Fatal(err)
+	}
+	haproxy, err := os.ReadFile("../../../deploy/haproxy/cluster.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := regexp.MustCompile(`\$\{(\w+)(:-([^}]*))?\}`)
+	ids, dbs := map[string]bool{}, map[string]bool{}
+	for _, name := range []string{"node1", "node2", "node3"} {
+		svc, ok := compose.Services[name]
+		if !ok || !slices.Contains(svc.Profiles, "cluster") || svc.Restart != "unless-stopped" {
+			t.Fatalf("service %s: %+v; want it in the cluster profile, restarted (a lapsed node exits 75)", name, svc)
+		}
+		vars := map[string]string{}
+		for k, v := range svc.Environment {
+			vars[k] = ref.ReplaceAllString(v, "$3")
+		}
+		if _, err := LoadConfig(env(vars)); err == nil || !strings.Contains(err.Error(), "TUMA_JWT_SECRET") {
+			t.Errorf("%s without TUMA_JWT_SECRET: %v; want it refused, naming the variable", name, err)
+		}
+		vars["TUMA_JWT_SECRET"] = strings.Repeat("k", 64)
+		c, err := LoadConfig(env(vars))
+		if err != nil {
+			t.Fatalf("%s's configuration is refused: %v", name, err)
+		}
+		if len(c.ClusterPeers) != 3 || !slices.Contains(c.ClusterPeers, c.ClusterAddr) {
+			t.Errorf("%s: address %s, peers %v; want one of three", name, c.ClusterAddr, c.ClusterPeers)
+		}
+		ids[c.NodeID], dbs[c.DatabaseURL+" "+c.RedisPrefix] = true, true
+		if !strings.Contains(string(haproxy), "server "+name+" "+name+":8080 check") {
+			t.Errorf("deploy/haproxy/cluster.cfg does not check %s", name)
+		}
+	}
+	if len(ids) != 3 || len(dbs) != 1 {
+		t.Errorf("node ids %v, databases %v; want three names on one database", ids, dbs)
+	}
+	if db := compose.Services["tuma"].Environment["TUMA_DATABASE_URL"]; dbs[db+" "] || strings.Contains(db, "tuma_cluster") {
+		t.Errorf("the single node's database %q is the cluster's: it would resume the cluster's jobs", db)
 	}
 }
 
