@@ -40,6 +40,7 @@ type Store interface {
 	Unmark(ctx context.Context, ids []uuid.UUID) error
 	Marks(ctx context.Context, before uuid.UUID, node string) (persistence.Marked, error)
 	HoldLease(ctx context.Context, name, node string, ttl time.Duration) (bool, error)
+	ReleaseLeases(ctx context.Context, node string) error
 	Credit(ctx context.Context, c persistence.NewCredit) (persistence.WalletSnapshot, error)
 	ConfirmPayment(ctx context.Context, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error)
 	LowBalanceAlert(ctx context.Context, accountID uuid.UUID, n persistence.NewNotification) (bool, error)
@@ -329,6 +330,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		return nil
 	}
 	e.stopWorkers()
+	e.releaseLeases(ctx)
 	defer e.logLapse()
 	var errs []error
 	for _, pid := range slices.Concat(e.writers, e.links[1:], e.receipts, []*actor.PID{e.progress}) {

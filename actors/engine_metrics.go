@@ -37,6 +37,9 @@ type metrics struct {
 	fencedWrites  *prometheus.CounterVec // write: debit, mark
 	members       prometheus.Gauge
 	lapses        prometheus.Counter
+	takeovers     prometheus.Counter
+	handoffs      *prometheus.CounterVec // why: moved, fenced
+	leaseHeld     *prometheus.GaugeVec   // lease
 	crossNode     *prometheus.CounterVec // kind: request, tell, received
 
 	resumed         prometheus.Counter // open messages resumed jobs read
@@ -130,6 +133,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Writes refused because a newer incarnation of the account's tenant holds its fence: debits (sends refused), submits not marked (not sent), and marked submits a node paused past its limit did not make, by write.", "write"),
 		members: s.gauge("cluster", "members",
 			"Nodes in the cluster as this node sees them (1 for a single node)."),
+		takeovers: s.counter("cluster", "takeovers_total",
+			"Accounts this node's tenants took over from another node's (the fence was that node's): their marked submits are asked about before any resend."),
+		handoffs: s.counterVec("cluster", "handoffs_total",
+			"Tenants this node stopped because their account went to another node, by why: moved (the membership changed) or fenced (another incarnation took its fence).", "why"),
+		leaseHeld: s.gaugeVec("cluster", "lease_held",
+			"1 while this node holds the named worker lease (work one node at a time does: sweeper, reconciler), else 0.", "lease"),
 		lapses: s.counter("cluster", "lapses_total",
 			"Times this node found it had been paused past TUMA_CLUSTER_PAUSE_LIMIT (it then stops submitting and restarts to rejoin)."),
 		crossNode: s.counterVec("cluster", "messages_total",
@@ -174,6 +183,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, op := range []string{"accept", "expand", "receipts", "progress", "mark"} {
 		m.batchErrors.WithLabelValues(op)
+	}
+	for _, w := range []string{"moved", "fenced"} {
+		m.handoffs.WithLabelValues(w)
 	}
 	for _, w := range []string{"debit", "mark", "submit"} {
 		m.fencedWrites.WithLabelValues(w)

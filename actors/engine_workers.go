@@ -6,6 +6,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -67,4 +68,26 @@ func (e *Engine) stopWorkers() {
 	e.workStop()
 	e.workMu.Unlock()
 	e.work.Wait()
+}
+
+// HoldLease takes or renews the named worker lease for this node (persistence.HoldLease) and
+// shows whether it holds it in tuma_cluster_lease_held.
+func (e *Engine) HoldLease(ctx context.Context, name string, ttl time.Duration) (bool, error) {
+	held, err := e.store.HoldLease(ctx, name, e.opts.NodeID, ttl)
+	v := 0.0
+	if held {
+		v = 1
+	}
+	e.m.leaseHeld.WithLabelValues(name).Set(v)
+	return held, err
+}
+
+// releaseLeases hands this node's worker leases over as it stops (its workers have stopped):
+// another node takes each at its next round instead of after the lease lapses.
+func (e *Engine) releaseLeases(ctx context.Context) {
+	if err := e.store.ReleaseLeases(ctx, e.opts.NodeID); err != nil {
+		e.log.Warn("release the worker leases", slog.Any("error", err))
+		return
+	}
+	e.m.leaseHeld.Reset()
 }

@@ -67,6 +67,12 @@ func TestATakenOverTenantSendsNothingMore(t *testing.T) {
 	if fenced == 0 {
 		t.Errorf("the first node had no submit fenced; want its queued submits refused")
 	}
+	if n := w.metric("tuma_cluster_handoffs_total", map[string]string{"why": "fenced"}); n != 1 {
+		t.Errorf("the first node counted %v tenants handed off as fenced; want 1", n)
+	}
+	if n := metricOf(t, regB, "tuma_cluster_takeovers_total", nil); n != 1 {
+		t.Errorf("the second node counted %v takeovers; want 1 (the account was the first node's)", n)
+	}
 	t.Logf("first node: %v submits fenced; second node asked the networks about %v of the first's marked submits",
 		fenced, metricOf(t, regB, "tuma_link_unsettled_checked_total", nil))
 	if got, want := w.balance(acct), int64(1000_00)-res.CostCents; got != want {

@@ -93,7 +93,7 @@ func (s *sweeperActor) walk(ctx actor.Context) {
 			}
 			// One node sweeps at a time (several would ask the networks the same questions);
 			// the lease is renewed with every page and passes on when its holder stops.
-			held, err := e.store.HoldLease(c, "sweeper", e.opts.NodeID, max(3*e.opts.SweepInterval, 30*time.Second))
+			held, err := e.HoldLease(c, "sweeper", max(3*e.opts.SweepInterval, 30*time.Second))
 			if err != nil || !held {
 				w.err = err
 				break

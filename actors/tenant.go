@@ -228,6 +228,7 @@ func (t *tenantActor) takeFence(c context.Context) (int64, error) {
 		return 0, err
 	}
 	if f.Replaced && f.Previous != t.e.opts.NodeID {
+		t.e.m.takeovers.Inc()
 		ids, err := t.e.store.AccountMarks(c, t.id)
 		if err != nil {
 			return 0, err
@@ -246,7 +247,10 @@ func (t *tenantActor) takeFence(c context.Context) (int64, error) {
 func (t *tenantActor) retire(ctx actor.Context, why error) {
 	if t.pending.retired == nil {
 		t.pending.retired = why
-		if errors.Is(why, ErrFenced) {
+		if !errors.Is(why, ErrFenced) {
+			t.e.m.handoffs.WithLabelValues("moved").Inc()
+		} else {
+			t.e.m.handoffs.WithLabelValues("fenced").Inc()
 			t.e.log.Warn("tenant fenced: a newer incarnation holds the account", slog.String("account_id", t.id.String()),
 				slog.Int64("epoch", t.pending.fence))
 		}

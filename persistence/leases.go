@@ -29,3 +29,12 @@ func (s *Store) HoldLease(ctx context.Context, name, node string, ttl time.Durat
 	}
 	return true, nil
 }
+
+// ReleaseLeases ends every lease node holds, so that another node may take each at once: a
+// node that stops hands its work over rather than leaving it idle until the leases lapse.
+func (s *Store) ReleaseLeases(ctx context.Context, node string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE worker_leases SET lease_until = now() WHERE node = $1 AND lease_until > now()`, node); err != nil {
+		return fmt.Errorf("release the leases of %s: %w", node, err)
+	}
+	return nil
+}

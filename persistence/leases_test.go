@@ -45,6 +45,27 @@ func TestHoldLeaseOneNodeAtATime(t *testing.T) {
 	}
 }
 
+// A node that stops releases its leases: another takes them at once, not after they lapse;
+// another node's leases stay.
+func TestReleaseLeasesHandsWorkOver(t *testing.T) {
+	st, _ := pgtest.NewStore(t)
+	ctx := context.Background()
+	for _, l := range []struct{ name, node string }{{"sweeper", "a"}, {"reconciler", "c"}} {
+		if ok, err := st.HoldLease(ctx, l.name, l.node, time.Hour); !ok || err != nil {
+			t.Fatalf("%s for %s: %v, %v", l.name, l.node, ok, err)
+		}
+	}
+	if err := st.ReleaseLeases(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.HoldLease(ctx, "sweeper", "b", time.Hour); !ok || err != nil {
+		t.Errorf("the released sweeper lease: %v, %v; want b to take it at once", ok, err)
+	}
+	if ok, _ := st.HoldLease(ctx, "reconciler", "b", time.Hour); ok {
+		t.Error("a's release ended c's lease")
+	}
+}
+
 // A node reads back only its own earlier marks at a restart.
 func TestMarksAreReadBackByTheirNode(t *testing.T) {
 	st, _ := pgtest.NewStore(t)

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 
 BIN=${BIN:-bin/tuma}
 DIR=.cluster
-NODES=3
+NODES=${NODES:-3} # 1-9
 mkdir -p "$DIR"
 
 say() { printf 'cluster: %s\n' "$*" >&2; }

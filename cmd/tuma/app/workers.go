@@ -41,7 +41,7 @@ func (a *App) startWorkers() error {
 		{Name: workerMail, Every: a.outbox.Poll(), Round: mail.Round, AtStart: true},
 		{Name: workerReconciler, Every: reconcile.Every, Round: func(ctx context.Context) (bool, error) {
 			// One node at a time asks the payment provider (several would ask the same questions).
-			if held, err := a.store.HoldLease(ctx, workerReconciler, a.cfg.NodeID, 3*reconcile.Every); !held || err != nil {
+			if held, err := a.engine.HoldLease(ctx, workerReconciler, 3*reconcile.Every); !held || err != nil {
 				return false, err
 			}
 			return a.confirm.Reconcile(ctx, reconcile)
