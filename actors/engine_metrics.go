@@ -187,6 +187,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, w := range []string{"moved", "fenced"} {
 		m.handoffs.WithLabelValues(w)
 	}
+	m.leaseHeld.WithLabelValues("sweeper") // 0 until it is held
 	for _, w := range []string{"debit", "mark", "submit"} {
 		m.fencedWrites.WithLabelValues(w)
 	}

@@ -1,5 +1,6 @@
 // SMPP delivery receipts (issue 36): the rows migration 026's trigger writes when a message of
-// an smpp job becomes final, claimed by the SMPP server to send as deliver_sm.
+// an smpp job becomes final, and migration 029's when a message is texted to an account with
+// SMPP credentials, claimed by the SMPP server to send as deliver_sm.
 
 package persistence
 
@@ -13,19 +14,32 @@ import (
 	"github.com/google/uuid"
 )
 
-// SMPPReceipt is a receipt owed to an account's SMPP receivers.
+// SMPPReceipt is a receipt, or an inbound message, owed to an account's SMPP receivers.
 type SMPPReceipt struct {
 	ID          int64 // the order per account
+	Kind        SMPPKind
 	AccountID   uuid.UUID
-	MessageID   uuid.UUID
-	Status      MessageStatus // delivered or failed
-	Recipient   string        // E.164
-	Sender      string
-	Text        string // the message's first 20 characters
+	MessageID   uuid.UUID     // the sent message's; an inbound message's own
+	Status      MessageStatus // delivered or failed; "received" for an inbound message
+	Recipient   string        // E.164; an inbound message's: the account's number it was sent to
+	Sender      string        // an inbound message's: the subscriber, E.164
+	Text        string        // the message's first 20 characters; an inbound message's whole text
 	SubmittedAt time.Time
 	DoneAt      time.Time
 	Attempts    int
 }
+
+// SMPPKind is what an SMPP outbox row delivers: a delivery receipt, or a message texted to the
+// account's number (migration 029).
+type SMPPKind string
+
+const (
+	SMPPKindReceipt SMPPKind = "receipt"
+	SMPPKindInbound SMPPKind = "inbound"
+)
+
+// SMPPKinds are every kind of smpp_receipts row.
+func SMPPKinds() []string { return []string{string(SMPPKindInbound), string(SMPPKindReceipt)} }
 
 // ClaimSMPPReceipts leases up to limit of the account's receipts not yet delivered, oldest
 // first, for `lease`: no other claim (on any node) takes them until it ends or they are
@@ -36,7 +50,7 @@ func (s *Store) ClaimSMPPReceipts(ctx context.Context, accountID uuid.UUID, leas
 		FROM (SELECT id FROM smpp_receipts WHERE account_id = $1 AND delivered_at IS NULL AND lease_until <= now()
 			ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) due
 		WHERE r.id = due.id
-		RETURNING r.id, r.account_id, r.message_id, r.status, r.recipient, r.sender, r.text, r.submitted_at, r.done_at,
+		RETURNING r.id, r.kind, r.account_id, r.message_id, r.status, r.recipient, r.sender, r.text, r.submitted_at, r.done_at,
 			r.attempts`, accountID, lease, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim smpp receipts: %w", err)
@@ -45,7 +59,7 @@ func (s *Store) ClaimSMPPReceipts(ctx context.Context, accountID uuid.UUID, leas
 	var out []SMPPReceipt
 	for rows.Next() {
 		var r SMPPReceipt
-		if err := rows.Scan(&r.ID, &r.AccountID, &r.MessageID, &r.Status, &r.Recipient, &r.Sender, &r.Text,
+		if err := rows.Scan(&r.ID, &r.Kind, &r.AccountID, &r.MessageID, &r.Status, &r.Recipient, &r.Sender, &r.Text,
 			&r.SubmittedAt, &r.DoneAt, &r.Attempts); err != nil {
 			return nil, fmt.Errorf("claim smpp receipts: %w", err)
 		}

@@ -76,6 +76,7 @@ func TestStatusesMatchTheSchema(t *testing.T) {
 		{"campaigns", "status", sorted(persistence.CampaignStatuses())},
 		{"jobs", "source", sorted(persistence.Sources())},
 		{"webhook_deliveries", "status", sorted(persistence.DeliveryStatuses())},
+		{"smpp_receipts", "kind", sorted(persistence.SMPPKinds())},
 	} {
 		if got := checkValues(t, conn, c.table, c.column); !slices.Equal(got, c.values) {
 			t.Errorf("%s.%s: the schema allows %v, the Go constants %v", c.table, c.column, got, c.values)

@@ -115,14 +115,20 @@ func (s *Server) deliverReceipts() {
 		case <-s.wake:
 		}
 		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var lag time.Duration
 		for acct, ss := range s.receivers() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.deliverTo(ctx, acct, ss)
+				l := s.deliverTo(ctx, acct, ss)
+				mu.Lock()
+				lag = max(lag, l)
+				mu.Unlock()
 			}()
 		}
 		wg.Wait()
+		s.m.lag.Set(lag.Seconds())
 	}
 }
 
@@ -141,8 +147,9 @@ func (s *Server) receivers() map[uuid.UUID]*session {
 	return out
 }
 
-// deliverTo sends the account's due receipts on ss until none is left or one is not taken.
-func (s *Server) deliverTo(ctx context.Context, acct uuid.UUID, ss *session) {
+// deliverTo sends the account's due receipts on ss until none is left or one is not taken,
+// and returns the age of the oldest it took (0: none was due).
+func (s *Server) deliverTo(ctx context.Context, acct uuid.UUID, ss *session) (lag time.Duration) {
 	lease := s.opts.ReceiptTimeout + 30*time.Second
 	for ctx.Err() == nil {
 		rs, err := s.deps.Receipts.ClaimSMPPReceipts(ctx, acct, lease, receiptBatch)
@@ -150,15 +157,17 @@ func (s *Server) deliverTo(ctx context.Context, acct uuid.UUID, ss *session) {
 			if ctx.Err() == nil {
 				s.log.Error("smpp server: claim receipts", "account", acct.String(), "error", err)
 			}
-			return
+			return lag
 		}
 		if len(rs) == 0 {
-			return
+			return lag
 		}
+		lag = max(lag, time.Since(rs[0].DoneAt))
 		if !s.sendReceipts(ctx, ss, rs) {
-			return
+			return lag
 		}
 	}
+	return lag
 }
 
 // sendReceipts writes a batch in order and settles each by its answer; false when any was
@@ -168,18 +177,24 @@ func (s *Server) sendReceipts(ctx context.Context, ss *session, rs []persistence
 		seq uint32
 		ch  chan smpp.Status
 	}
-	out := make([]sent, len(rs))
+	// A row is one deliver_sm, or several for an inbound message's parts: done when all are.
+	out := make([][]sent, len(rs))
 	for i := range rs {
-		seq := ss.out.next()
-		ch, ok := ss.out.await(seq)
-		if ok {
-			if err := ss.c.Send(receiptPDU(seq, &rs[i])); err != nil {
-				ss.out.forget(seq)
-				ok = false
+		for _, p := range rowPDUs(&rs[i], uint16(rs[i].ID)) {
+			seq := ss.out.next()
+			ch, ok := ss.out.await(seq)
+			if ok {
+				p.Seq = seq
+				if err := ss.c.Send(p); err != nil {
+					ss.out.forget(seq)
+					ok = false
+				}
 			}
-		}
-		if ok {
-			out[i] = sent{seq: seq, ch: ch}
+			if !ok {
+				out[i] = append(out[i], sent{})
+				break
+			}
+			out[i] = append(out[i], sent{seq: seq, ch: ch})
 		}
 	}
 	wait, cancel := context.WithTimeout(ctx, s.opts.ReceiptTimeout)
@@ -188,16 +203,33 @@ func (s *Server) sendReceipts(ctx context.Context, ss *session, rs []persistence
 	settle, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer stop()
 	all := true
-	for i, o := range out {
+	for i, parts := range out {
 		r := &rs[i]
-		st, answered := smpp.Status(0), false
-		if o.ch != nil {
-			select {
-			case st, answered = <-o.ch:
-			case <-wait.Done(): // no answer in time, or Shutdown
-				ss.out.forget(o.seq)
+		st, answered, tried := smpp.StatusOK, true, false
+		for _, o := range parts {
+			got, ok := smpp.Status(0), false
+			if o.ch != nil {
+				tried = true
+				select {
+				case got, ok = <-o.ch:
+				case <-wait.Done(): // no answer in time, or Shutdown
+					ss.out.forget(o.seq)
+				}
+			}
+			if !ok {
+				answered = false
+			} else if got != smpp.StatusOK && st == smpp.StatusOK {
+				st = got
 			}
 		}
+		outcome := "ok"
+		switch {
+		case answered && st != smpp.StatusOK:
+			outcome = "refused"
+		case !answered:
+			outcome = "unanswered"
+		}
+		s.m.deliveries.WithLabelValues(string(r.Kind), outcome).Inc()
 		var err error
 		switch {
 		case answered && st == smpp.StatusOK:
@@ -207,7 +239,7 @@ func (s *Server) sendReceipts(ctx context.Context, ss *session, rs []persistence
 			err = s.deps.Receipts.SMPPReceiptRetry(settle, r.ID, backoff(r.Attempts), true)
 		default: // not sent, the bind went away or no answer in time: to be sent again
 			all = false
-			err = s.deps.Receipts.SMPPReceiptRetry(settle, r.ID, 0, o.ch != nil)
+			err = s.deps.Receipts.SMPPReceiptRetry(settle, r.ID, 0, tried)
 		}
 		if err != nil {
 			s.log.Error("smpp server: settle receipt", "receipt", r.ID, "error", err)
@@ -219,6 +251,54 @@ func (s *Server) sendReceipts(ctx context.Context, ss *session, rs []persistence
 // backoff is the wait before a receipt an ESME refused is sent again.
 func backoff(attempts int) time.Duration {
 	return min(time.Duration(attempts+1)*time.Second, maxReceiptBackoff)
+}
+
+// rowPDUs are the deliver_sm of an outbox row: a receipt's one, or an inbound message's parts
+// (ref ties them).
+func rowPDUs(r *persistence.SMPPReceipt, ref uint16) []*smpp.PDU {
+	if r.Kind != persistence.SMPPKindInbound {
+		return []*smpp.PDU{receiptPDU(0, r)}
+	}
+	return inboundPDUs(r, ref)
+}
+
+// inboundPDUs deliver a message texted to the account's number as a handset's SMSC would: from
+// the subscriber to that number, esm_class 0, GSM 03.38 or else UCS-2, a long text in parts tied
+// by a UDH. A text longer than a message's most parts goes as several messages.
+func inboundPDUs(r *persistence.SMPPReceipt, ref uint16) []*smpp.PDU {
+	destTON := byte(1)
+	if len(strings.TrimPrefix(r.Recipient, "+")) <= 8 {
+		destTON = 3 // a short code
+	}
+	var out []*smpp.PDU
+	for i, chunk := range inboundChunks(r.Text) {
+		parts, _, err := smpp.Parts(chunk, ref+uint16(i), smpp.ConcatUDH)
+		if err != nil {
+			continue // empty: nothing to deliver
+		}
+		for _, pt := range parts {
+			out = append(out, &smpp.PDU{Header: smpp.Header{ID: smpp.DeliverSM}, SourceTON: 1, SourceNPI: 1,
+				Source: strings.TrimPrefix(r.Sender, "+"), DestTON: destTON, DestNPI: 1, Dest: strings.TrimPrefix(r.Recipient, "+"),
+				ESMClass: pt.ESMClass, DataCoding: pt.DataCoding, ShortMessage: pt.ShortMessage, TLVs: pt.TLVs})
+		}
+	}
+	return out
+}
+
+// inboundChunks splits a text too long for one concatenated message into pieces that fit
+// (400 characters: 6 UCS-2 parts).
+func inboundChunks(text string) []string {
+	if _, _, err := smpp.Parts(text, 0, smpp.ConcatUDH); err == nil || text == "" {
+		return []string{text}
+	}
+	rs := []rune(text)
+	var out []string
+	for len(rs) > 0 {
+		n := min(len(rs), 400)
+		out = append(out, string(rs[:n]))
+		rs = rs[n:]
+	}
+	return out
 }
 
 // receiptPDU is the deliver_sm of a receipt: from the handset to the sender, the receipt text

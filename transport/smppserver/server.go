@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net"
 	"sync"
@@ -82,6 +83,8 @@ type Deps struct {
 	Sender Sender
 	// Receipts are the delivery receipts owed (nil: none are delivered).
 	Receipts Receipts
+	// Registerer takes the server's metrics (nil: not exported).
+	Registerer prometheus.Registerer
 }
 
 // Server is a listening SMPP server. Start serves; Shutdown stops.
@@ -89,6 +92,7 @@ type Server struct {
 	opts Options
 	deps Deps
 	log  *slog.Logger
+	m    *metrics
 	ln   net.Listener
 	wg   sync.WaitGroup // the accept loop and every session
 	tps  *throttle
@@ -126,7 +130,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("smpp server: listen on %s: %w", opts.Addr, err)
 	}
-	return &Server{opts: opts, deps: deps, log: deps.Log, ln: ln, tps: newThrottle(opts.TPS), sessions: map[*session]struct{}{},
+	return &Server{opts: opts, deps: deps, log: deps.Log, ln: ln, m: newMetrics(deps.Registerer), tps: newThrottle(opts.TPS), sessions: map[*session]struct{}{},
 		binds: map[uuid.UUID]int{}, quit: make(chan struct{}), wake: make(chan struct{}, 1)}, nil
 }
 

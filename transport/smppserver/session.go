@@ -74,6 +74,7 @@ func (ss *session) serve() {
 			_ = ss.c.Send(&smpp.PDU{Header: smpp.Header{ID: smpp.Unbind, Seq: ss.out.next()}})
 		}
 		s.release(ss.bind.CredentialID)
+		s.m.binds.WithLabelValues(bindType(ss.bound)).Dec()
 	}
 	ss.c.FlushClose()
 }
@@ -159,8 +160,11 @@ func (ss *session) bindAs(p, resp *smpp.PDU) {
 	default:
 		ss.bound, ss.bind = p.ID, b
 		resp.SystemID = s.opts.SystemID
+		s.m.bindTries.WithLabelValues(resp.Status.String()).Inc()
+		s.m.binds.WithLabelValues(bindType(p.ID)).Inc()
 		return
 	}
+	s.m.bindTries.WithLabelValues(resp.Status.String()).Inc()
 	s.log.Info("smpp server: bind refused", slog.String("system_id", p.SystemID),
 		slog.String("peer", ss.peer.String()), slog.String("status", resp.Status.String()))
 }

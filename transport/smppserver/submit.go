@@ -26,6 +26,7 @@ const (
 func (ss *session) submit(p *smpp.PDU) {
 	defer func() { <-ss.window }()
 	defer ss.subs.Done()
+	start := time.Now()
 	var resp smpp.PDU
 	switch {
 	case !ss.s.tps.allow(ss.bind.AccountID, time.Now()):
@@ -37,6 +38,7 @@ func (ss *session) submit(p *smpp.PDU) {
 	}
 	resp.ID, resp.Seq = p.ID.Response(), p.Seq
 	_ = ss.c.Send(&resp)
+	ss.s.m.submitted(p.ID, resp.Status, start)
 }
 
 // sendOne sends a submit_sm or data_sm (one destination), or holds it as a part of a

@@ -31,8 +31,10 @@ func TestDeployMetricsExist(t *testing.T) {
 	}
 
 	// A node that has sent and delivered on every network, over SMPP binds (so the binds'
-	// series exist too), and answered a 4xx.
-	n := startNode(t, startSMSCs(t, smpp.SMSCConfig{ReceiptTLVs: true}).env(""))
+	// series exist too), serves the tenants' SMPP server, and answered a 4xx.
+	env := startSMSCs(t, smpp.SMSCConfig{ReceiptTLVs: true}).env("")
+	env["TUMA_SMPP_SERVER_ADDR"] = "127.0.0.1:0" // the tenants' SMPP server's series too
+	n := startNode(t, env)
 	a := n.register("sre@example.com")
 	n.credit(a, "100")
 	if r := n.send(a, map[string]any{"recipients": []string{"0712000001", "0733000001", "0770000001"}, "message": "hi"}); r.Status != 202 {
