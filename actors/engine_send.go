@@ -27,6 +27,10 @@ type SendRequest struct {
 	// Promotional: marketing (CONTRACT §15): the account's opt-out text is appended, and its
 	// messages wait out the account's quiet hours.
 	Promotional bool
+	// MessageID, for a send to one recipient, is the id its message takes: a fresh UUIDv7
+	// the caller made (the SMPP server answers a long message's first parts with it before the
+	// message exists). Nil: one is made here.
+	MessageID uuid.UUID
 }
 
 // MaxReferenceLen is the longest reference a send or campaign may carry.

@@ -123,7 +123,15 @@ func keyOf(w *wire.IdempotencyKey) (*persistence.IdempotencyKey, error) {
 func wireSend(r SendRequest, quote bool) *wire.SendRequest {
 	return &wire.SendRequest{AccountId: idBytes(r.AccountID), Recipients: wireRecipients(r.Recipients), Message: r.Message,
 		Sender: wireSender(r.Sender), Source: r.Source, Idempotency: wireKey(r.Idempotency), Reference: r.Reference,
-		Promotional: r.Promotional, Quote: quote}
+		Promotional: r.Promotional, Quote: quote, MessageId: optionalID(r.MessageID)}
+}
+
+// optionalID is an id's bytes, none for uuid.Nil.
+func optionalID(id uuid.UUID) []byte {
+	if id == uuid.Nil {
+		return nil
+	}
+	return idBytes(id)
 }
 
 func sendOf(w *wire.SendRequest) (SendRequest, error) {
@@ -142,6 +150,11 @@ func sendOf(w *wire.SendRequest) (SendRequest, error) {
 		return r, err
 	}
 	r.Message, r.Source, r.Reference, r.Promotional = w.Message, w.Source, w.Reference, w.Promotional
+	if len(w.MessageId) > 0 {
+		if r.MessageID, err = idOf(w.MessageId); err != nil {
+			return r, err
+		}
+	}
 	return r, nil
 }
 

@@ -92,6 +92,9 @@ func (t *tenantActor) send(ctx actor.Context, cmd *sendCmd, reply *actor.PID) {
 		inline = make([]dispatchMsg, len(to))
 		for i, r := range to {
 			job.Inline[i] = newMessage(job, vars[r.Network], r)
+			if len(to) == 1 && cmd.req.MessageID != uuid.Nil {
+				job.Inline[i].ID = cmd.req.MessageID
+			}
 			inline[i] = dispatchMsg{id: job.Inline[i].ID, nsn: r.NSN, network: r.Network}
 		}
 	} else {

@@ -31,13 +31,18 @@ const SMPPUsage = `usage: tuma-lab bench smpp [flags]
 
 One bind_transceiver with a window of in-flight submit_sm against an SMSC in another process
 (by default tuma smsc of the server binary --bin, started on a free loopback port), for a
-fixed time. Every submit asks for a receipt, which the SMSC sends and the bind acknowledges.
+fixed time. Pointed at a Tuma node's SMPP server (--addr, with a credential's --system-id and
+--password, --source "" for the account's default sender) it measures that server: every
+submit_sm_resp there comes once the message is durable and charged. Every submit asks for a receipt, which the SMSC sends and the bind acknowledges.
 Prints submit_sm/s, resp latency and the CPU per message of this process and of the SMSC it
 started.`
 
 // SMPPConfig is a run.
 type SMPPConfig struct {
 	Addr     string // an SMSC to bind to; empty starts Bin's smsc command
+	SystemID string
+	Password string
+	Source   string // source_addr of every submit_sm
 	Bin      string // the tuma server binary whose smsc command is started
 	Window   int
 	Duration time.Duration
@@ -46,11 +51,14 @@ type SMPPConfig struct {
 
 // ParseSMPPArgs reads tuma-lab bench smpp's flags.
 func ParseSMPPArgs(args []string, stderr io.Writer) (SMPPConfig, error) {
-	c := SMPPConfig{Window: 100, Duration: 10 * time.Second}
+	c := SMPPConfig{Window: 100, Duration: 10 * time.Second, SystemID: "tuma", Password: "secret", Source: "TUMA"}
 	fs := flag.NewFlagSet("bench smpp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintln(stderr, SMPPUsage); fs.PrintDefaults() }
 	fs.StringVar(&c.Addr, "addr", "", "host:port of an SMSC taking system_id tuma, password secret (empty: start tuma smsc)")
+	fs.StringVar(&c.SystemID, "system-id", c.SystemID, "system_id to bind with (a Tuma node's SMPP server: a credential's)")
+	fs.StringVar(&c.Password, "password", c.Password, "password to bind with")
+	fs.StringVar(&c.Source, "source", c.Source, `source_addr of every submit ("" on a Tuma node: the account's default sender)`)
 	fs.StringVar(&c.Bin, "bin", "", "the tuma binary whose smsc command to start (default: tuma beside tuma-lab, else on PATH)")
 	fs.IntVar(&c.Window, "window", c.Window, "submit_sm in flight on the bind")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "how long to submit")
@@ -92,7 +100,7 @@ func RunSMPP(ctx context.Context, c SMPPConfig, stdout io.Writer) (SMPPResult, e
 	}
 	var receipts atomic.Int64
 	reg := prometheus.NewRegistry()
-	bind, err := smpp.NewBind(smpp.BindConfig{Name: "bench", Addr: c.Addr, SystemID: "tuma", Password: "secret",
+	bind, err := smpp.NewBind(smpp.BindConfig{Name: "bench", Addr: c.Addr, SystemID: c.SystemID, Password: c.Password,
 		Window: c.Window, EnquireLink: 30 * time.Second, ResponseTimeout: 10 * time.Second,
 		ReconnectMin: 100 * time.Millisecond, ReconnectMax: time.Second, ThrottlePause: 100 * time.Millisecond},
 		smpp.BindHooks{Deliver: func(*smpp.PDU) smpp.Status { receipts.Add(1); return smpp.StatusOK }},
@@ -120,7 +128,7 @@ func RunSMPP(ctx context.Context, c SMPPConfig, stdout io.Writer) (SMPPResult, e
 		go func() {
 			defer wg.Done()
 			for i := 0; time.Now().Before(end) && ctx.Err() == nil; i++ {
-				p := &smpp.PDU{SourceTON: 5, Source: "TUMA", DestTON: 1, DestNPI: 1,
+				p := &smpp.PDU{SourceTON: 5, Source: c.Source, DestTON: 1, DestNPI: 1,
 					Dest: "2547" + strconv.Itoa(10_000_000+(w*1_000_000+i)%90_000_000), RegisteredDelivery: 1,
 					ShortMessage: []byte("Habari! Your order 4411 has shipped and arrives tomorrow.")}
 				t0 := time.Now()

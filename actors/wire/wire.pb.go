@@ -208,7 +208,8 @@ type SendRequest struct {
 	Idempotency   *IdempotencyKey        `protobuf:"bytes,6,opt,name=idempotency,proto3" json:"idempotency,omitempty"`
 	Reference     *string                `protobuf:"bytes,7,opt,name=reference,proto3,oneof" json:"reference,omitempty"`
 	Promotional   bool                   `protobuf:"varint,8,opt,name=promotional,proto3" json:"promotional,omitempty"`
-	Quote         bool                   `protobuf:"varint,9,opt,name=quote,proto3" json:"quote,omitempty"` // a quote of the send, not the send
+	Quote         bool                   `protobuf:"varint,9,opt,name=quote,proto3" json:"quote,omitempty"`                          // a quote of the send, not the send
+	MessageId     []byte                 `protobuf:"bytes,10,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"` // a one-recipient send's message id, chosen by the caller (empty: none)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -304,6 +305,13 @@ func (x *SendRequest) GetQuote() bool {
 		return x.Quote
 	}
 	return false
+}
+
+func (x *SendRequest) GetMessageId() []byte {
+	if x != nil {
+		return x.MessageId
+	}
+	return nil
 }
 
 type SendResult struct {
@@ -1678,7 +1686,7 @@ const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"Recipients\x12\x12\n" +
 	"\x04nsns\x18\x01 \x03(\aR\x04nsns\x12\x1a\n" +
-	"\bnetworks\x18\x02 \x01(\fR\bnetworks\"\xe6\x02\n" +
+	"\bnetworks\x18\x02 \x01(\fR\bnetworks\"\x85\x03\n" +
 	"\vSendRequest\x12\x1d\n" +
 	"\n" +
 	"account_id\x18\x01 \x01(\fR\taccountId\x125\n" +
@@ -1691,7 +1699,10 @@ const file_wire_proto_rawDesc = "" +
 	"\vidempotency\x18\x06 \x01(\v2\x19.tuma.wire.IdempotencyKeyR\vidempotency\x12!\n" +
 	"\treference\x18\a \x01(\tH\x00R\treference\x88\x01\x01\x12 \n" +
 	"\vpromotional\x18\b \x01(\bR\vpromotional\x12\x14\n" +
-	"\x05quote\x18\t \x01(\bR\x05quoteB\f\n" +
+	"\x05quote\x18\t \x01(\bR\x05quote\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\n" +
+	" \x01(\fR\tmessageIdB\f\n" +
 	"\n" +
 	"_reference\"\xb9\x01\n" +
 	"\n" +

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite drives beyond Go, PostgreSQL and Redis, when it is missing:
 #   - Chromium, for the browser test of the checkout page (Debian's chromium package);
-#   - Node.js and npm, for the SMPP interoperability test (node-smpp as the SMSC; the test
-#     installs the package itself into a temporary folder);
+#   - Node.js and npm, for the SMPP interoperability tests (node-smpp as an SMSC and as an
+#     ESME; the tests install the package themselves into a temporary folder);
+#   - Kannel, whose bearerbox and smsbox bind to the tenants' SMPP server in its interop test;
 #   - HAProxy, in front of the cluster drills' nodes (Debian's haproxy package);
 #   - promtool, for the alert-rule tests (taken out of Debian's prometheus package without
 #     installing it, so no Prometheus service is set up on the machine).
@@ -33,6 +34,14 @@ else
 	say "installing Node.js and npm (apt-get install nodejs npm)"
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm >/dev/null ||
 		{ as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm >/dev/null; }
+fi
+
+if command -v bearerbox >/dev/null 2>&1 && command -v smsbox >/dev/null 2>&1; then
+	say "Kannel is installed"
+else
+	say "installing Kannel (apt-get install kannel)"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends kannel >/dev/null ||
+		{ as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends kannel >/dev/null; }
 fi
 
 if command -v haproxy >/dev/null 2>&1; then

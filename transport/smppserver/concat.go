@@ -5,12 +5,15 @@
 package smppserver
 
 import (
+	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/tuma-sms/tuma/carriers/smpp"
+	"github.com/tuma-sms/tuma/persistence"
 )
 
 // Bounds on the parts a bind holds.
@@ -30,6 +33,69 @@ type joined struct {
 	sub  Submit
 	a    *smpp.Assembly // nil: held, answered at once
 	held bool
+	id   uuid.UUID // the message's id, answered for every part (held ones too)
+	key  string
+}
+
+// messageIDs are the ids of the long messages a bind is receiving, by message: chosen when the
+// first part comes, answered for every part, and the id the message takes. Clients (Kannel
+// among them) follow a long message's receipt by the id of whichever part was answered first.
+type messageIDs struct {
+	mu  sync.Mutex
+	ids map[string]pendingID
+}
+
+type pendingID struct {
+	id    uuid.UUID
+	since time.Time
+}
+
+// partKey names a part's message: its addresses, reference and size.
+func partKey(p *smpp.PDU) string {
+	seg, _ := smpp.ReadSegment(p)
+	return fmt.Sprintf("%s\x00%s\x00%d\x00%d", p.Source, p.Dest, seg.Ref, seg.Total)
+}
+
+// of is the id of key's message, chosen now if its first part just came.
+func (m *messageIDs) of(key string, now time.Time) uuid.UUID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ids == nil {
+		m.ids = map[string]pendingID{}
+	}
+	p, ok := m.ids[key]
+	if !ok {
+		p = pendingID{id: persistence.NewID(), since: now}
+		m.ids[key] = p
+	}
+	return p.id
+}
+
+// keep holds id for key again (its message's send failed; the completing part comes again).
+func (m *messageIDs) keep(key string, id uuid.UUID, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ids == nil {
+		m.ids = map[string]pendingID{}
+	}
+	m.ids[key] = pendingID{id: id, since: now}
+}
+
+func (m *messageIDs) done(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.ids, key)
+}
+
+// expire forgets the ids of messages that began before cutoff (dropped unfinished).
+func (m *messageIDs) expire(cutoff time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, p := range m.ids {
+		if p.since.Before(cutoff) {
+			delete(m.ids, k)
+		}
+	}
 }
 
 // join holds a part of a concatenated submit; the part that completes its message returns
@@ -41,10 +107,13 @@ func (ss *session) join(p *smpp.PDU) (joined, smpp.Status) {
 	if err != nil { // the bound is met: the ESME resends the part later
 		return joined{}, smpp.StatusMsgQFul
 	}
+	key := partKey(p)
+	id := ss.ids.of(key, now)
 	if a == nil {
-		return joined{held: true}, smpp.StatusOK
+		return joined{held: true, id: id, key: key}, smpp.StatusOK
 	}
-	return joined{sub: Submit{To: a.MO.Dest, From: a.MO.Source, Text: a.MO.Text}, a: a}, smpp.StatusOK
+	ss.ids.done(key)
+	return joined{sub: Submit{To: a.MO.Dest, From: a.MO.Source, Text: a.MO.Text, MessageID: id}, a: a, id: id, key: key}, smpp.StatusOK
 }
 
 // unjoin puts back the parts of a message whose send failed, but the completing one: the
@@ -52,18 +121,16 @@ func (ss *session) join(p *smpp.PDU) (joined, smpp.Status) {
 func (ss *session) unjoin(j joined) {
 	if j.a != nil {
 		ss.parts.Undo(j.a)
+		ss.ids.keep(j.key, j.id, time.Now()) // its held parts were answered with this id
 	}
 }
 
 // dropExpired drops the messages whose wait is over, or that the bound pushed out.
 func (ss *session) dropExpired(now time.Time) {
+	ss.ids.expire(now.Add(-PartsWait))
 	for _, a := range ss.parts.Due(now) {
 		ss.s.log.Warn("smpp server: incomplete concatenated message dropped",
 			slog.String("account", ss.bind.AccountID.String()), slog.String("destination", a.MO.Dest),
 			slog.Int("parts", a.MO.Parts), slog.Int("total", a.MO.Total))
 	}
 }
-
-// heldID is the message_id of a part answered while its message waits for the others: it
-// names no message; the completing part's resp carries the message's.
-func heldID() string { return uuid.NewString() }

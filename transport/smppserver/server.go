@@ -52,6 +52,9 @@ type Submit struct {
 	To        string // destination_addr as the ESME wrote it
 	From      string // source_addr: an approved sender's name, "" for the account's default
 	Text      string
+	// MessageID is the id the message takes (a long message's first parts were answered with
+	// it); nil: the send makes one.
+	MessageID uuid.UUID
 }
 
 // Accepted is a submit the send took: durable and charged.

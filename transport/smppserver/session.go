@@ -26,6 +26,7 @@ type session struct {
 	subs   sync.WaitGroup    // submits in flight
 	quit   atomic.Bool       // the server is shutting down
 	parts  *smpp.Reassembler // concatenated submits' parts (concat.go)
+	ids    messageIDs        // and the ids of their messages
 	rx     atomic.Bool       // bound as a receiver or transceiver, its bind_resp sent: receipts go here
 	out    outbound          // the server's own requests: deliver_sm, unbind
 

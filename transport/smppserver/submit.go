@@ -53,8 +53,8 @@ func (ss *session) sendOne(p *smpp.PDU) smpp.PDU {
 	}
 	switch {
 	case st != smpp.StatusOK:
-	case j.held: // answered on receipt; the message is sent with its last part
-		resp.MessageID = heldID()
+	case j.held: // answered on receipt with the message's id; the message is sent with its last part
+		resp.MessageID = j.id.String()
 	default:
 		sub.AccountID = ss.bind.AccountID
 		ctx, cancel := context.WithTimeout(context.Background(), ss.s.opts.SubmitTimeout)

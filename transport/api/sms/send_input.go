@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"reflect"
 	"strings"
 	"unicode/utf8"
@@ -43,6 +44,9 @@ type SendInput struct {
 	SenderID   string  // an approved sender ID of the account, by id or name; "": the default, else the shared one
 	Reference  *string // the caller's correlation id (1-64 printable ASCII); nil: none
 	Category   string  // transactional (also ""), or promotional
+	// MessageID, for a one-recipient send made by the SMPP server, is the id its message takes
+	// (actors.SendRequest.MessageID); never read from a request body.
+	MessageID uuid.UUID
 
 	// decoded holds a JSON body's recipients, parsed while the body was decoded (Recipients is
 	// then unused): a 10,000-number send is mostly that array, and going through []string

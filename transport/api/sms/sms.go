@@ -91,7 +91,7 @@ func (h *Handler) request(ctx context.Context, p auth.Principal, in SendInput, q
 		return c, actors.SendRequest{}, err
 	}
 	req := actors.SendRequest{AccountID: p.AccountID, Recipients: c.recipients, Message: c.message,
-		Source: string(p.Source), Reference: c.reference, Promotional: c.promotional}
+		Source: string(p.Source), Reference: c.reference, Promotional: c.promotional, MessageID: in.MessageID}
 	if c.senderID == "" {
 		return c, req, nil
 	}
