@@ -106,6 +106,7 @@ var dashboardPages = []dashboardPage{
 	{"notifications", "/app/notifications"},
 	{"developers", "/app/developers"},
 	{"webhooks", "/app/developers/webhooks"},
+	{"smpp", "/app/developers/smpp"},
 }
 
 // PageFigures are one page's figures.

@@ -324,3 +324,12 @@ func (s *Store) VerifySMPPCredential(ctx context.Context, systemID, password str
 	}
 	return b, nil
 }
+
+// SMPPBound records that a credential bound just now (last_bound_at, shown with the
+// credential).
+func (s *Store) SMPPBound(ctx context.Context, credentialID uuid.UUID) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE smpp_credentials SET last_bound_at = now() WHERE id = $1`, credentialID); err != nil {
+		return fmt.Errorf("record smpp bind: %w", err)
+	}
+	return nil
+}

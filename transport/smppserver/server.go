@@ -44,6 +44,8 @@ const (
 // passwords' checker).
 type Binds interface {
 	VerifySMPPCredential(ctx context.Context, systemID, password string) (persistence.SMPPBind, error)
+	// SMPPBound records a credential's successful bind (its last_bound_at).
+	SMPPBound(ctx context.Context, credentialID uuid.UUID) error
 }
 
 // Submit is one submit_sm, decoded: what a send of one recipient is asked.

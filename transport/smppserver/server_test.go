@@ -25,6 +25,8 @@ func (anyBind) VerifySMPPCredential(_ context.Context, _, password string) (pers
 	return persistence.SMPPBind{CredentialID: uuid.New(), AccountID: uuid.New(), MaxBinds: 4}, nil
 }
 
+func (anyBind) SMPPBound(context.Context, uuid.UUID) error { return nil }
+
 // echoSender accepts every submit with its text as the message id.
 type echoSender struct{}
 

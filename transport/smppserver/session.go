@@ -161,6 +161,9 @@ func (ss *session) bindAs(p, resp *smpp.PDU) {
 	default:
 		ss.bound, ss.bind = p.ID, b
 		resp.SystemID = s.opts.SystemID
+		if err := s.deps.Binds.SMPPBound(ctx, b.CredentialID); err != nil { // shown to the tenant; the bind stands
+			s.log.Warn("smpp server: record the bind", slog.Any("error", err))
+		}
 		s.m.bindTries.WithLabelValues(resp.Status.String()).Inc()
 		s.m.binds.WithLabelValues(bindType(p.ID)).Inc()
 		return

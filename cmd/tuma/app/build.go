@@ -209,7 +209,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		a.smpp.Inbound(inboundFromSMPP(inbox))
 	}
 	dashboard, err := a.dashboard(authn, acct, verify, pageOps{senders: senderIDs, wallet: money, contacts: book,
-		campaigns: drives, sms: sending, webhooks: hooks, accounts: acct, suppress: suppress, inbox: inbox})
+		campaigns: drives, sms: sending, webhooks: hooks, accounts: acct, suppress: suppress, inbox: inbox, smpp: smppCredentials})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@
 package app
 
 import (
+	"net"
+	"net/url"
 	"strings"
 
 	"github.com/tuma-sms/tuma/transport/api"
@@ -14,6 +16,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/api/sms"
 	"github.com/tuma-sms/tuma/transport/api/suppressions"
 	"github.com/tuma-sms/tuma/transport/api/wallet"
+	apismpp "github.com/tuma-sms/tuma/transport/api/smpp"
 	apiwebhooks "github.com/tuma-sms/tuma/transport/api/webhooks"
 	"github.com/tuma-sms/tuma/transport/web"
 	campaignpages "github.com/tuma-sms/tuma/transport/web/campaigns"
@@ -26,6 +29,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/web/send"
 	sendersweb "github.com/tuma-sms/tuma/transport/web/senders"
 	"github.com/tuma-sms/tuma/transport/web/settings"
+	smpppages "github.com/tuma-sms/tuma/transport/web/smpp"
 	suppressionpages "github.com/tuma-sms/tuma/transport/web/suppressions"
 	walletweb "github.com/tuma-sms/tuma/transport/web/wallet"
 	webhookpages "github.com/tuma-sms/tuma/transport/web/webhooks"
@@ -60,6 +64,7 @@ type pageOps struct {
 	accounts  *accounts.Handler
 	suppress  *suppressions.Handler
 	inbox     *inbound.Handler
+	smpp      *apismpp.Handler
 }
 
 // pageGroups is the list of the dashboard's pages, in the navigation's order: a new page
@@ -109,6 +114,10 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	binds, err := smpppages.New(site, ops.smpp, smpppages.Options{Server: a.smppPublicAddr()})
+	if err != nil {
+		return nil, err
+	}
 	keys, err := developers.New(site, ops.accounts, a.store, developers.Options{BaseURL: a.cfg.PublicURL})
 	if err != nil {
 		return nil, err
@@ -130,7 +139,26 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 		money,
 		keys,
 		hooks, // under /app/developers: its nav entry is Developers
+		binds, // under /app/developers too
 		inbox,
 		profile,
 	}, nil
+}
+
+// smppPublicAddr is where tenants' ESMEs reach the SMPP server: the public URL's host and the
+// server's port ("" when the node serves no SMPP).
+func (a *App) smppPublicAddr() string {
+	addr := a.SMPPServerAddr()
+	if addr == "" {
+		return ""
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	u, err := url.Parse(a.cfg.PublicURL)
+	if err != nil || u.Hostname() == "" {
+		return addr
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -54,6 +55,13 @@ func TestSMPPServerDeliversInbound(t *testing.T) {
 			p.ShortMessage, err, p.Source, p.Dest, p.DestTON)
 	}
 	rx.answer(p, smpp.StatusOK)
+	var creds []map[string]any
+	if err := json.Unmarshal(n.do("GET", "/smpp/credentials", nil, key(a)...).Body, &creds); err != nil {
+		t.Fatal(err)
+	}
+	if len(creds) != 1 || creds[0]["last_bound_at"] == nil {
+		t.Errorf("credentials %v; want the one, with last_bound_at set by the bind", creds)
+	}
 
 	long := strings.Repeat("Habari ya asubuhi 😀 ", 8) // UCS-2: three parts
 	n.mo("+254712345679", "22385", long)

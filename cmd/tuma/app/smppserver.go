@@ -28,6 +28,10 @@ func (b smppBinds) VerifySMPPCredential(ctx context.Context, systemID, password 
 	return b.store.VerifySMPPCredential(ctx, systemID, password, b.passwords)
 }
 
+func (b smppBinds) SMPPBound(ctx context.Context, credentialID uuid.UUID) error {
+	return b.store.SMPPBound(ctx, credentialID)
+}
+
 // smppSends sends a submit_sm as a JSON send of one recipient: the same checks, sender
 // resolution, pricing, suppressions and company prefix, recorded with source smpp. The
 // message's id (the UUID's text, 36 characters) is what the ESME gets back.
