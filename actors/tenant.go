@@ -54,7 +54,7 @@ type tenantActor struct {
 	cancelled   map[uuid.UUID]bool       // jobs whose campaign was cancelled: they start cancelled
 	live        map[uuid.UUID]*actor.PID // job actors this incarnation spawned, until they end
 	waiting     []jobStart
-	// inlineWaiting counts the waiting jobs that keep their messages in memory (see enqueue).
+	// inlineWaiting counts the messages waiting jobs keep in memory (see enqueue).
 	inlineWaiting int
 	resume        resumeState
 }

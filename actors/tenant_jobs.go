@@ -124,16 +124,18 @@ func (t *tenantActor) openJobsRead(ctx actor.Context, msg *openJobsRead) {
 	t.startJobs(ctx)
 }
 
-// enqueue queues a job for a dispatch slot; a job of an earlier run is queued once. Past the
-// first MaxDispatchingJob waiting jobs, a job's messages are not kept in memory while it
-// waits: it reads them back from the store when its turn comes, so however many sends wait,
-// the tenant holds a bounded number of them.
+// enqueue queues a job for a dispatch slot; a job of an earlier run is queued once. Waiting
+// jobs keep their messages in memory up to inlineWaitingMessages of them (a tenant sending
+// one message a request, over SMPP or the API, queues thousands of one-message jobs a second,
+// and reading each back would bound its dispatch at a few hundred a second); past that a job
+// reads its messages back from the store when its turn comes, so however many sends wait, the
+// tenant holds a bounded number of them.
 func (t *tenantActor) enqueue(js jobStart) {
 	if js.inline != nil {
-		if t.inlineWaiting >= t.e.opts.MaxDispatchingJob {
+		if t.inlineWaiting+len(js.inline) > inlineWaitingMessages {
 			js = jobStart{id: js.id}
 		} else {
-			t.inlineWaiting++
+			t.inlineWaiting += len(js.inline)
 		}
 	}
 	if t.resume.seen[js.id] {
@@ -146,6 +148,10 @@ func (t *tenantActor) enqueue(js jobStart) {
 	t.waiting = append(t.waiting, js)
 	t.e.m.jobsWaiting.Inc()
 }
+
+// inlineWaitingMessages bounds the messages a tenant's waiting jobs keep in memory (about
+// 48 bytes each).
+const inlineWaitingMessages = 65_536
 
 // startJobs spawns waiting jobs while the tenant has dispatch slots, and reads more
 // unfinished jobs when it runs out of waiting ones.
@@ -177,7 +183,7 @@ func (t *tenantActor) startJobs(ctx actor.Context) {
 func (t *tenantActor) leftQueue(js jobStart) {
 	t.e.m.jobsWaiting.Dec()
 	if js.inline != nil {
-		t.inlineWaiting--
+		t.inlineWaiting -= len(js.inline)
 	}
 }
 

@@ -129,7 +129,7 @@ func RunSMPP(ctx context.Context, c SMPPConfig, stdout io.Writer) (SMPPResult, e
 			defer wg.Done()
 			for i := 0; time.Now().Before(end) && ctx.Err() == nil; i++ {
 				p := &smpp.PDU{SourceTON: 5, Source: c.Source, DestTON: 1, DestNPI: 1,
-					Dest: "2547" + strconv.Itoa(10_000_000+(w*1_000_000+i)%90_000_000), RegisteredDelivery: 1,
+					Dest: "25471" + strconv.Itoa(1_000_000+(w*100_000+i)%9_000_000), RegisteredDelivery: 1, // 0710–0719: Safaricom
 					ShortMessage: []byte("Habari! Your order 4411 has shipped and arrives tomorrow.")}
 				t0 := time.Now()
 				if _, err := bind.Submit(ctx, p); err != nil {

@@ -73,12 +73,15 @@ func (s *Store) ClaimSMPPReceipts(ctx context.Context, accountID uuid.UUID, leas
 	return out, nil
 }
 
-// SMPPReceiptDelivered records that an ESME acknowledged the receipt with ESME_ROK: it is
-// never claimed again.
-func (s *Store) SMPPReceiptDelivered(ctx context.Context, id int64) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE smpp_receipts SET delivered_at = now(), attempts = attempts + 1 WHERE id = $1`,
-		id); err != nil {
-		return fmt.Errorf("smpp receipt delivered: %w", err)
+// SMPPReceiptsDelivered records that an ESME acknowledged the receipts with ESME_ROK: they
+// are never claimed again.
+func (s *Store) SMPPReceiptsDelivered(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE smpp_receipts SET delivered_at = now(), attempts = attempts + 1 WHERE id = ANY($1)`,
+		ids); err != nil {
+		return fmt.Errorf("smpp receipts delivered: %w", err)
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func TestClaimSMPPReceipts(t *testing.T) {
 	if err := st.SMPPReceiptRetry(ctx, first, 0, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SMPPReceiptDelivered(ctx, second); err != nil {
+	if err := st.SMPPReceiptsDelivered(ctx, []int64{second}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.SMPPReceiptRetry(ctx, second, 0, true); err != nil { // too late: it stays delivered

@@ -22,7 +22,7 @@ import (
 // Receipts stores the receipts owed to SMPP clients (persistence.Store).
 type Receipts interface {
 	ClaimSMPPReceipts(ctx context.Context, accountID uuid.UUID, lease time.Duration, limit int) ([]persistence.SMPPReceipt, error)
-	SMPPReceiptDelivered(ctx context.Context, id int64) error
+	SMPPReceiptsDelivered(ctx context.Context, ids []int64) error
 	SMPPReceiptRetry(ctx context.Context, id int64, after time.Duration, attempted bool) error
 }
 
@@ -30,7 +30,7 @@ type Receipts interface {
 const (
 	DefaultReceiptPoll    = time.Second      // how often bound accounts' receipts are looked for
 	DefaultReceiptTimeout = 10 * time.Second // the longest a deliver_sm_resp is awaited
-	receiptBatch          = 32               // deliver_sm in flight per account
+	receiptBatch          = 512              // deliver_sm in flight per account
 	maxReceiptBackoff     = time.Minute
 )
 
@@ -203,6 +203,7 @@ func (s *Server) sendReceipts(ctx context.Context, ss *session, rs []persistence
 	settle, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer stop()
 	all := true
+	var done []int64
 	for i, parts := range out {
 		r := &rs[i]
 		st, answered, tried := smpp.StatusOK, true, false
@@ -233,7 +234,7 @@ func (s *Server) sendReceipts(ctx context.Context, ss *session, rs []persistence
 		var err error
 		switch {
 		case answered && st == smpp.StatusOK:
-			err = s.deps.Receipts.SMPPReceiptDelivered(settle, r.ID)
+			done = append(done, r.ID) // written together below
 		case answered:
 			all = false
 			err = s.deps.Receipts.SMPPReceiptRetry(settle, r.ID, backoff(r.Attempts), true)
@@ -244,6 +245,11 @@ func (s *Server) sendReceipts(ctx context.Context, ss *session, rs []persistence
 		if err != nil {
 			s.log.Error("smpp server: settle receipt", "receipt", r.ID, "error", err)
 		}
+	}
+	if err := s.deps.Receipts.SMPPReceiptsDelivered(settle, done); err != nil {
+		// Not recorded: they go again when their lease ends (an ESME sees a receipt twice).
+		s.log.Error("smpp server: settle receipts", "receipts", len(done), "error", err)
+		return false
 	}
 	return all
 }

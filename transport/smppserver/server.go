@@ -90,6 +90,8 @@ type Deps struct {
 	Receipts Receipts
 	// Registerer takes the server's metrics (nil: not exported).
 	Registerer prometheus.Registerer
+	// Limiter shares TPS's buckets across nodes (nil: each node keeps its own).
+	Limiter Limiter
 }
 
 // Server is a listening SMPP server. Start serves; Shutdown stops.
@@ -135,7 +137,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("smpp server: listen on %s: %w", opts.Addr, err)
 	}
-	return &Server{opts: opts, deps: deps, log: deps.Log, ln: ln, m: newMetrics(deps.Registerer), tps: newThrottle(opts.TPS), sessions: map[*session]struct{}{},
+	return &Server{opts: opts, deps: deps, log: deps.Log, ln: ln, m: newMetrics(deps.Registerer), tps: newThrottle(opts.TPS, deps.Limiter), sessions: map[*session]struct{}{},
 		binds: map[uuid.UUID]int{}, quit: make(chan struct{}), wake: make(chan struct{}, 1)}, nil
 }
 

@@ -1,21 +1,31 @@
 package smppserver
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/persistence/redis"
 )
+
+// Limiter shares a rate across nodes (persistence/redis.Limiter: one bucket in Redis, taken
+// from in short leases by a busy node, each node on its own while Redis is down).
+type Limiter interface {
+	Allow(ctx context.Context, key string, r redis.Rate) redis.Decision
+}
 
 // maxIdleBuckets is the buckets kept before the full ones (accounts idle a second or more)
 // are forgotten: a full bucket and no bucket allow the same.
 const maxIdleBuckets = 1024
 
-// throttle is a token bucket per account, shared by all its binds on this node: rate submits
-// a second, a burst of one second's worth. A zero rate allows everything. Buckets are not
-// shared across nodes.
+// throttle is a token bucket per account, shared by all its binds: rate submits a second, a
+// burst of one second's worth. With a Limiter the bucket is shared by every node's binds too;
+// without, by this node's. A zero rate allows everything.
 type throttle struct {
-	rate float64
+	rate   float64
+	shared Limiter // nil: buckets in this node's memory
 
 	mu      sync.Mutex
 	buckets map[uuid.UUID]*bucket
@@ -26,14 +36,19 @@ type bucket struct {
 	at     time.Time
 }
 
-func newThrottle(rate int) *throttle {
-	return &throttle{rate: float64(rate), buckets: map[uuid.UUID]*bucket{}}
+func newThrottle(rate int, shared Limiter) *throttle {
+	return &throttle{rate: float64(rate), shared: shared, buckets: map[uuid.UUID]*bucket{}}
 }
 
 // allow takes a token of account's bucket at now, if it has one.
 func (t *throttle) allow(account uuid.UUID, now time.Time) bool {
 	if t.rate <= 0 {
 		return true
+	}
+	if t.shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return t.shared.Allow(ctx, "smpp-tps:"+account.String(), redis.Rate{PerSecond: t.rate, Burst: max(int(t.rate), 1)}).Allowed
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -198,7 +198,7 @@ func options() []option {
 				return nil
 			},
 			func(c *Config) string { return c.SMPPServerAddr }},
-		intOption("TUMA_SMPP_SERVER_TPS", "0", "submits per second per account over the SMPP server, all its binds on one node (not shared across nodes), answered ESME_RTHROTTLED above (0 = no limit)", func(c *Config) *int { return &c.SMPPServerTPS }, 0, 1_000_000),
+		intOption("TUMA_SMPP_SERVER_TPS", "0", "submits per second per account over the SMPP server, all its binds on every node (one bucket in Redis), answered ESME_RTHROTTLED above (0 = no limit)", func(c *Config) *int { return &c.SMPPServerTPS }, 0, 1_000_000),
 		intOption("TUMA_SMPP_CREDENTIALS_PER_ACCOUNT", "10", "most SMPP credentials (/smpp/credentials: system_id, password, allowed addresses) an account may have (0 = no limit)", func(c *Config) *int { return &c.SMPPCredentialsPerAccount }, 0, 100_000),
 		{"TUMA_LOG_LEVEL", "info", "debug, info, warn or error", false,
 			func(c *Config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) },

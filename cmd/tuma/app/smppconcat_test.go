@@ -33,7 +33,7 @@ func chunks(b []byte, n int) [][]byte {
 // message with the joined text, billed as the HTTP send of that text; each earlier part is
 // answered at once, the completing one with the message's job id.
 func TestSMPPServerConcatenated(t *testing.T) {
-	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
 	a := n.register("smpp-concat@example.com")
 	n.credit(a, "100")
 	n.approved(a, "ACMEBANK", "all")

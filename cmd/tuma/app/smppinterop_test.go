@@ -142,7 +142,7 @@ func (e *nodeESME) submit(tag, to string, dataCoding, esmClass byte, sm []byte) 
 // message id, billed as the same texts over HTTP, receipted with that id; a message texted to
 // the account's number reaches it as deliver_sm.
 func TestSMPPServerWithNodeSMPP(t *testing.T) {
-	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
 	a := n.register("nodesmpp@example.com")
 	n.credit(a, "100")
 	if r := n.do("POST", "/admin/accounts/"+a.ID+"/inbound-numbers", map[string]any{"number": "22387", "network": "safaricom"}, adminAuth()...); r.Status != 201 {

@@ -60,7 +60,7 @@ func TestSMPPServerWithKannel(t *testing.T) {
 		}
 		t.Skip("Kannel is not installed (apt-get install kannel; deploy/dev/test-tools.sh installs it)")
 	}
-	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
 	a := n.register("kannel@example.com")
 	n.credit(a, "100")
 	n.approveDefaultSender(a, "ACMESHOP", "safaricom")

@@ -32,7 +32,7 @@ func (e *esme) nextInbound() *smpp.PDU {
 // subscriber to that number, stored while no receiver is bound; a long Unicode text comes in
 // parts tied by a UDH. An account without SMPP credentials is not queued anything.
 func TestSMPPServerDeliversInbound(t *testing.T) {
-	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
 	a, b := n.register("smppmo-a@example.com"), n.register("smppmo-b@example.com")
 	for i, acct := range []account{a, b} {
 		number := []string{"22385", "22386"}[i]

@@ -11,7 +11,7 @@ import (
 // an invalid number and a distribution list are listed in unsuccess_smes; a data_sm is sent
 // like a submit_sm, its text in message_payload.
 func TestSMPPServerSubmitMultiAndDataSM(t *testing.T) {
-	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
 	a := n.register("smpp-multi@example.com")
 	n.credit(a, "100")
 	n.approved(a, "ACMEBANK", "all")

@@ -46,7 +46,7 @@ func (e *esme) answer(p *smpp.PDU, st smpp.Status) {
 // submit_sm_resp carried; a receipt answered with an error comes again, and one answered OK
 // does not (the next receipt is the next message's); HTTP sends get none.
 func TestSMPPServerReceiptsTransceiver(t *testing.T) {
-	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
 	a := n.register("smppr@example.com")
 	n.credit(a, "100")
 	systemID, password := n.smppCredential(a, map[string]any{})
@@ -102,7 +102,7 @@ func TestSMPPServerReceiptsTransceiver(t *testing.T) {
 // A transmitter gets no receipts; a receiver that binds once the message is final gets its
 // receipt, stored meanwhile.
 func TestSMPPServerReceiptsLaterReceiver(t *testing.T) {
-	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
 	a := n.register("smpprl@example.com")
 	n.credit(a, "100")
 	systemID, password := n.smppCredential(a, map[string]any{})

@@ -154,7 +154,7 @@ func (n *node) smppMessage(a account, id string) map[string]any {
 // sent before the bind or by a receiver, and another account's credential sends for that
 // account alone.
 func TestSMPPServerSubmits(t *testing.T) {
-	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
 	a := n.register("smpps@example.com")
 	n.credit(a, "100")
 	n.approved(a, "ACMEBANK", "all")
@@ -293,7 +293,7 @@ func TestSMPPServerSubmits(t *testing.T) {
 // A credential binds at most max_binds times at once, across bind types, and again once a
 // bind ends; one whose allow-list leaves out the peer's address does not bind at all.
 func TestSMPPServerBindLimits(t *testing.T) {
-	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
 	a := n.register("smpps-limits@example.com")
 	systemID, password := n.smppCredential(a, map[string]any{"max_binds": 2})
 	first, second := dialESME(t, n.smpp), dialESME(t, n.smpp)

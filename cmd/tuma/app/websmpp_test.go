@@ -18,7 +18,7 @@ var smppCredRE = regexp.MustCompile(`/app/developers/smpp/([0-9a-f-]{36})/rotate
 // makes a new password (the old one stops binding) and deletes it. Each page passes the
 // accessibility check at both widths.
 func TestDashboardSMPPCredentialsInBrowser(t *testing.T) {
-	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
 	a := n.register("smpp-pages@example.com")
 	b := n.tab(t)
 	b.signInAs(a)
@@ -96,7 +96,7 @@ func TestDashboardSMPPCredentialsInBrowser(t *testing.T) {
 // Another tenant's credential is a 404 on every page and action; a form without its CSRF
 // token changes nothing; a system_id another account has is said beside its field.
 func TestDashboardSMPPPagesRefuse(t *testing.T) {
-	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0"})
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
 	a, other := n.register("smpp-a@example.com"), n.register("smpp-b@example.com")
 	systemID, _ := n.smppCredential(other, map[string]any{"system_id": "taken_id"})
 	var creds []map[string]any
