@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/bench/npmtest"
 	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/carriers/smpp"
 )
@@ -36,41 +37,18 @@ type nodeSMSC struct {
 	events []map[string]any
 }
 
-var npmOnce sync.Once
-var npmDir string
-var npmErr error
+// nodeSMSCFixture is carriers/smpp's node-smpp SMSC, installed once.
+var nodeSMSCFixture = &npmtest.Fixture{Src: filepath.Join("..", "..", "carriers", "smpp", "testdata", "nodesmsc"),
+	Files: []string{"package.json", "package-lock.json", "smsc.js"}}
 
 // installNodeSMPP installs the fixture's locked packages into a temporary folder, once.
 func installNodeSMPP(t *testing.T) string {
 	t.Helper()
-	npmOnce.Do(func() {
-		npmDir, npmErr = os.MkdirTemp("", "tuma-nodesmsc-")
-		if npmErr != nil {
-			return
-		}
-		src := filepath.Join("..", "..", "carriers", "smpp", "testdata", "nodesmsc")
-		for _, f := range []string{"package.json", "package-lock.json", "smsc.js"} {
-			b, err := os.ReadFile(filepath.Join(src, f))
-			if err != nil {
-				npmErr = err
-				return
-			}
-			if npmErr = os.WriteFile(filepath.Join(npmDir, f), b, 0o644); npmErr != nil {
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefer-offline")
-		cmd.Dir = npmDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			npmErr = fmt.Errorf("npm ci: %w\n%s", err, out)
-		}
-	})
-	if npmErr != nil {
-		t.Fatalf("node-smpp fixture (Node.js and npm are installed by deploy/dev/test-tools.sh): %v", npmErr)
+	dir, err := nodeSMSCFixture.Dir()
+	if err != nil {
+		t.Fatalf("node-smpp fixture (Node.js and npm are installed by deploy/dev/test-tools.sh): %v", err)
 	}
-	return npmDir
+	return dir
 }
 
 func startNodeSMSC(t *testing.T, flags ...string) *nodeSMSC {

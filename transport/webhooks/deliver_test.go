@@ -11,9 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tuma-sms/tuma/bench/npmtest"
 
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/transport/webhooks"
@@ -117,36 +118,14 @@ type verification struct {
 	want   bool
 }
 
-var npmOnce sync.Once
-var npmDir string
-var npmErr error
+// verifierFixture is the npm standardwebhooks verifier (testdata/verifier, locked).
+var verifierFixture = &npmtest.Fixture{Src: filepath.Join("testdata", "verifier"),
+	Files: []string{"package.json", "package-lock.json", "verify.js"}}
 
 // verifyWithStandardWebhooks has the npm standardwebhooks package check each request.
 func verifyWithStandardWebhooks(t *testing.T, checks []verification) {
 	t.Helper()
-	npmOnce.Do(func() {
-		npmDir, npmErr = os.MkdirTemp("", "tuma-webhook-verifier-")
-		if npmErr != nil {
-			return
-		}
-		for _, f := range []string{"package.json", "package-lock.json", "verify.js"} {
-			b, err := os.ReadFile(filepath.Join("testdata", "verifier", f))
-			if err != nil {
-				npmErr = err
-				return
-			}
-			if npmErr = os.WriteFile(filepath.Join(npmDir, f), b, 0o644); npmErr != nil {
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefer-offline")
-		cmd.Dir = npmDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			npmErr = errors.Join(err, errors.New(string(out)))
-		}
-	})
+	npmDir, npmErr := verifierFixture.Dir()
 	if npmErr != nil {
 		if os.Getenv("CI") == "" {
 			t.Skipf("standardwebhooks verifier not installed (Node.js and npm come from deploy/dev/test-tools.sh): %v", npmErr)

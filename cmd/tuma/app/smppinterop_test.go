@@ -2,19 +2,17 @@ package app_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/tuma-sms/tuma/bench/npmtest"
 	"github.com/tuma-sms/tuma/carriers/smpp"
 )
 
@@ -26,40 +24,18 @@ type nodeESME struct {
 	events chan map[string]any
 }
 
-var esmeOnce sync.Once
-var esmeDir string
-var esmeErr error
+// nodeESMEFixture is carriers/smpp's node-smpp ESME, installed once.
+var nodeESMEFixture = &npmtest.Fixture{Src: filepath.Join("..", "..", "..", "carriers", "smpp", "testdata", "nodesmsc"),
+	Files: []string{"package.json", "package-lock.json", "esme.js"}}
 
 // installNodeESME installs the fixture's locked packages into a temporary folder, once.
 func installNodeESME(t *testing.T) string {
 	t.Helper()
-	esmeOnce.Do(func() {
-		if esmeDir, esmeErr = os.MkdirTemp("", "tuma-nodeesme-"); esmeErr != nil {
-			return
-		}
-		src := filepath.Join("..", "..", "..", "carriers", "smpp", "testdata", "nodesmsc")
-		for _, f := range []string{"package.json", "package-lock.json", "esme.js"} {
-			b, err := os.ReadFile(filepath.Join(src, f))
-			if err != nil {
-				esmeErr = err
-				return
-			}
-			if esmeErr = os.WriteFile(filepath.Join(esmeDir, f), b, 0o644); esmeErr != nil {
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefer-offline")
-		cmd.Dir = esmeDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			esmeErr = fmt.Errorf("npm ci: %w\n%s", err, out)
-		}
-	})
-	if esmeErr != nil {
-		t.Fatalf("node-smpp fixture (Node.js and npm are installed by deploy/dev/test-tools.sh): %v", esmeErr)
+	dir, err := nodeESMEFixture.Dir()
+	if err != nil {
+		t.Fatalf("node-smpp fixture (Node.js and npm are installed by deploy/dev/test-tools.sh): %v", err)
 	}
-	return esmeDir
+	return dir
 }
 
 func startNodeESME(t *testing.T, addr, systemID, password string) *nodeESME {

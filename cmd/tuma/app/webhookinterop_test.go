@@ -2,16 +2,14 @@ package app_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/tuma-sms/tuma/bench/npmtest"
 )
 
 // The deliveries of a real node, message events of real sends and test events, before,
@@ -73,47 +71,22 @@ type verification struct {
 	want   bool
 }
 
-var (
-	verifierOnce sync.Once
-	verifierDir  string
-	verifierErr  error
-)
+// verifierFixture is transport/webhooks' verifier (standardwebhooks, locked).
+var verifierFixture = &npmtest.Fixture{Src: filepath.Join("..", "..", "..", "transport", "webhooks", "testdata", "verifier"),
+	Files: []string{"package.json", "package-lock.json", "verify.js"}}
 
-// installVerifier installs transport/webhooks' verifier fixture (standardwebhooks, locked)
-// into a temporary folder, once. Without Node.js or npm it skips, except under CI=1.
+// installVerifier installs the verifier fixture into a temporary folder, once. Without
+// Node.js or npm it skips, except under CI=1.
 func installVerifier(t *testing.T) string {
 	t.Helper()
-	verifierOnce.Do(func() {
-		verifierDir, verifierErr = os.MkdirTemp("", "tuma-app-webhook-verifier-")
-		if verifierErr != nil {
-			return
-		}
-		src := filepath.Join("..", "..", "..", "transport", "webhooks", "testdata", "verifier")
-		for _, f := range []string{"package.json", "package-lock.json", "verify.js"} {
-			b, err := os.ReadFile(filepath.Join(src, f))
-			if err != nil {
-				verifierErr = err
-				return
-			}
-			if verifierErr = os.WriteFile(filepath.Join(verifierDir, f), b, 0o644); verifierErr != nil {
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefer-offline")
-		cmd.Dir = verifierDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			verifierErr = errors.Join(err, errors.New(string(out)))
-		}
-	})
-	if verifierErr != nil {
+	dir, err := verifierFixture.Dir()
+	if err != nil {
 		if os.Getenv("CI") == "" {
-			t.Skipf("standardwebhooks verifier not installed (Node.js and npm come from deploy/dev/test-tools.sh): %v", verifierErr)
+			t.Skipf("standardwebhooks verifier not installed (Node.js and npm come from deploy/dev/test-tools.sh): %v", err)
 		}
-		t.Fatalf("standardwebhooks verifier (Node.js and npm are installed by deploy/dev/test-tools.sh): %v", verifierErr)
+		t.Fatalf("standardwebhooks verifier (Node.js and npm are installed by deploy/dev/test-tools.sh): %v", err)
 	}
-	return verifierDir
+	return dir
 }
 
 // verifyWithStandardWebhooks has the package's Webhook.verify judge each check.
