@@ -12,11 +12,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,31 +33,36 @@ const SMPPUsage = `usage: tuma-lab bench smpp [flags]
 
 One bind_transceiver with a window of in-flight submit_sm against an SMSC in another process
 (by default tuma smsc of the server binary --bin, started on a free loopback port), for a
-fixed time. Pointed at a Tuma node's SMPP server (--addr, with a credential's --system-id and
---password, --source "" for the account's default sender) it measures that server: every
-submit_sm_resp there comes once the message is durable and charged. Every submit asks for a receipt, which the SMSC sends and the bind acknowledges.
+fixed time. With --url, a Tuma node's API, it measures the node's SMPP server (--addr, default
+the URL's host and port 2775): it signs up an account, funds it with the admin token and makes
+an SMPP credential, and binds with it; every submit_sm_resp there comes once the message is
+durable and charged. (--system-id, --password and --source bind to any other SMSC.) Every submit asks for a receipt, which the SMSC sends and the bind acknowledges.
 Prints submit_sm/s, resp latency and the CPU per message of this process and of the SMSC it
 started.`
 
 // SMPPConfig is a run.
 type SMPPConfig struct {
-	Addr     string // an SMSC to bind to; empty starts Bin's smsc command
-	SystemID string
-	Password string
-	Source   string // source_addr of every submit_sm
-	Bin      string // the tuma server binary whose smsc command is started
-	Window   int
-	Duration time.Duration
-	JSON     bool
+	Addr       string // an SMSC to bind to; empty starts Bin's smsc command
+	URL        string // a Tuma node's API: bench its SMPP server with an account made there
+	AdminToken string
+	SystemID   string
+	Password   string
+	Source     string // source_addr of every submit_sm
+	Bin        string // the tuma server binary whose smsc command is started
+	Window     int
+	Duration   time.Duration
+	JSON       bool
 }
 
 // ParseSMPPArgs reads tuma-lab bench smpp's flags.
 func ParseSMPPArgs(args []string, stderr io.Writer) (SMPPConfig, error) {
-	c := SMPPConfig{Window: 100, Duration: 10 * time.Second, SystemID: "tuma", Password: "secret", Source: "TUMA"}
+	c := SMPPConfig{Window: 100, Duration: 10 * time.Second, SystemID: "tuma", Password: "secret", Source: "TUMA", AdminToken: devAdminToken}
 	fs := flag.NewFlagSet("bench smpp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintln(stderr, SMPPUsage); fs.PrintDefaults() }
 	fs.StringVar(&c.Addr, "addr", "", "host:port of an SMSC taking system_id tuma, password secret (empty: start tuma smsc)")
+	fs.StringVar(&c.URL, "url", "", "a Tuma node's API (e.g. http://127.0.0.1:8080): bench its SMPP server with an account and credential made there")
+	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "with --url: the node's TUMA_ADMIN_TOKEN, to fund the account")
 	fs.StringVar(&c.SystemID, "system-id", c.SystemID, "system_id to bind with (a Tuma node's SMPP server: a credential's)")
 	fs.StringVar(&c.Password, "password", c.Password, "password to bind with")
 	fs.StringVar(&c.Source, "source", c.Source, `source_addr of every submit ("" on a Tuma node: the account's default sender)`)
@@ -90,6 +97,12 @@ type SMPPResult struct {
 func RunSMPP(ctx context.Context, c SMPPConfig, stdout io.Writer) (SMPPResult, error) {
 	res := SMPPResult{Window: c.Window}
 	smscPID := 0
+	if c.URL != "" {
+		var err error
+		if c, err = tumaCredential(ctx, c); err != nil {
+			return res, err
+		}
+	}
 	if c.Addr == "" {
 		addr, pid, stop, err := startSMSC(ctx, c.Bin)
 		if err != nil {
@@ -247,4 +260,36 @@ func pdusPerWrite(reg *prometheus.Registry) float64 {
 		return 0
 	}
 	return pdus / writes
+}
+
+// tumaCredential makes, on the Tuma node at c.URL, an account funded for the run and an SMPP
+// credential, and points c at the node's SMPP server with it.
+func tumaCredential(ctx context.Context, c SMPPConfig) (SMPPConfig, error) {
+	u, err := url.Parse(c.URL)
+	if err != nil || u.Hostname() == "" {
+		return c, fmt.Errorf("--url %q: want the node's API, e.g. http://127.0.0.1:8080", c.URL)
+	}
+	if c.Addr == "" {
+		c.Addr = net.JoinHostPort(u.Hostname(), "2775")
+	}
+	a, err := signUp(ctx, strings.TrimRight(c.URL, "/"), "smpp")
+	if err != nil {
+		return c, err
+	}
+	if err := a.fund(ctx, c.AdminToken, 1_000_000); err != nil { // the most one credit may be: 2,000,000 messages
+		return c, fmt.Errorf("fund the account (--admin-token): %w", err)
+	}
+	b, err := a.post(ctx, "/smpp/credentials", map[string]any{"max_binds": 10}, 201)
+	if err != nil {
+		return c, fmt.Errorf("make an SMPP credential: %w", err)
+	}
+	var cred struct {
+		SystemID string `json:"system_id"`
+		Password string `json:"password"`
+	}
+	if err := json.Unmarshal(b, &cred); err != nil {
+		return c, fmt.Errorf("make an SMPP credential: %w", err)
+	}
+	c.SystemID, c.Password, c.Source = cred.SystemID, cred.Password, "" // the account's default sender
+	return c, nil
 }

@@ -94,7 +94,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		if stop, err := parsed(err); stop {
 			return err
 		}
-		if cfg.Addr == "" && cfg.Bin == "" {
+		if cfg.Addr == "" && cfg.URL == "" && cfg.Bin == "" {
 			if cfg.Bin, err = serverBinary(); err != nil {
 				return err
 			}
