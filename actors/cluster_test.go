@@ -10,7 +10,9 @@ package actors_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -22,25 +24,38 @@ import (
 )
 
 // clusterAddrs finds n addresses on 127.0.0.1 whose port and the next (its health port) are
-// free.
+// free, below the kernel's ephemeral range: an outgoing connection or a port-0 listener given
+// a node's health port before the node binds it would keep that node out of the cluster.
 func clusterAddrs(t *testing.T, n int) []string {
 	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		_, _ = fmt.Sscan(string(b), &low)
+	}
+	taken := map[int]bool{}
 	var out []string
-	for len(out) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 10_000 {
+			t.Fatal("no free pair of ports below the ephemeral range")
 		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l2, err := net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", port+1))
-		l.Close()
-		if err != nil {
+		port := 10_000 + rand.IntN(max(low-10_002, 1))
+		if taken[port] || taken[port+1] || taken[port-1] || !freeOn(port, "127.0.0.1") || !freeOn(port+1, "0.0.0.0") {
 			continue
 		}
-		l2.Close()
+		taken[port], taken[port+1] = true, true
 		out = append(out, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	return out
+}
+
+// freeOn reports whether port is free on host now.
+func freeOn(port int, host string) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("%s:%d", host, port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 // node is one engine of an in-process cluster.

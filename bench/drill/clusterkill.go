@@ -145,15 +145,9 @@ func servedAgain(ctx context.Context, c *client, tenants []*tenant) time.Duratio
 // cluster starts clusterNodes nodes as one cluster on one database (the first node's) and
 // Redis prefix, and waits until each serves.
 func (r *runner) cluster(ctx context.Context, name string, env map[string]string) ([]*node, error) {
-	var addrs []string
-	for len(addrs) < clusterNodes {
-		p, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		if free(p + 1) {
-			addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", p))
-		}
+	addrs, err := r.clusterAddrs(clusterNodes)
+	if err != nil {
+		return nil, err
 	}
 	var nodes []*node
 	for i, a := range addrs {
@@ -182,6 +176,31 @@ func (r *runner) cluster(ctx context.Context, name string, env map[string]string
 		}
 	}
 	return nodes, nil
+}
+
+// clusterAddrs picks n cluster addresses on 127.0.0.1 whose port and the next (the node's
+// health port) are free, below the kernel's ephemeral range: an outgoing connection (a node's
+// SMPP bind) or a port-0 listener given a node's health port before the node binds it kept
+// that node out of the cluster ("address already in use", then no join within 30 s).
+func (r *runner) clusterAddrs(n int) ([]string, error) {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		_, _ = fmt.Sscan(string(b), &low)
+	}
+	taken := map[int]bool{}
+	var out []string
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 10_000 {
+			return nil, errors.New("no free pair of ports below the ephemeral range for a cluster node")
+		}
+		p := 10_000 + r.intN(max(low-10_002, 1))
+		if taken[p] || taken[p+1] || taken[p-1] || !free(p) || !free(p+1) {
+			continue
+		}
+		taken[p], taken[p+1] = true, true
+		out = append(out, fmt.Sprintf("127.0.0.1:%d", p))
+	}
+	return out, nil
 }
 
 // free reports whether a port is free now on every interface (a node's health port binds
