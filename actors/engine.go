@@ -93,6 +93,8 @@ type Engine struct {
 	dog atomic.Pointer[watchdog]
 	// fenced counts the writes fences and lapses refused (logged when a lapsed node stops).
 	fenced atomic.Int64
+	// inlineWaiting counts the messages waiting jobs keep in memory, every tenant's (enqueue).
+	inlineWaiting atomic.Int64
 	// lapseRefused counts the commands a lapsed node refused.
 	lapseRefused atomic.Int64
 	// suppressedAt: per account, when this node last added a number to its suppression list

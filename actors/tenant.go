@@ -124,6 +124,7 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 		}
 		t.timers.stop()
 		t.e.m.jobsWaiting.Sub(float64(len(t.waiting)))
+		t.e.inlineWaiting.Add(-int64(t.inlineWaiting))
 		t.waiting, t.inlineWaiting = nil, 0
 	case *reloadTenant:
 		t.load(ctx)
@@ -259,6 +260,7 @@ func (t *tenantActor) retire(ctx actor.Context, why error) {
 		}
 		t.live, t.dispatching, t.handedOff = map[uuid.UUID]*actor.PID{}, map[uuid.UUID]bool{}, map[uuid.UUID]bool{}
 		t.e.m.jobsWaiting.Sub(float64(len(t.waiting)))
+		t.e.inlineWaiting.Add(-int64(t.inlineWaiting))
 		t.waiting, t.inlineWaiting = nil, 0
 		for _, s := range t.stash {
 			ctx.Send(s.reply, why)

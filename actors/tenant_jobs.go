@@ -125,14 +125,15 @@ func (t *tenantActor) openJobsRead(ctx actor.Context, msg *openJobsRead) {
 }
 
 // enqueue queues a job for a dispatch slot; a job of an earlier run is queued once. Waiting
-// jobs keep their messages in memory up to inlineWaitingMessages of them (a tenant sending
+// jobs keep their messages in memory up to inlineWaitingMessages of them on the node (a tenant sending
 // one message a request, over SMPP or the API, queues thousands of one-message jobs a second,
 // and reading each back would bound its dispatch at a few hundred a second); past that a job
 // reads its messages back from the store when its turn comes, so however many sends wait, the
 // tenant holds a bounded number of them.
 func (t *tenantActor) enqueue(js jobStart) {
 	if js.inline != nil {
-		if t.inlineWaiting+len(js.inline) > inlineWaitingMessages {
+		if t.e.inlineWaiting.Add(int64(len(js.inline))) > inlineWaitingMessages {
+			t.e.inlineWaiting.Add(-int64(len(js.inline)))
 			js = jobStart{id: js.id}
 		} else {
 			t.inlineWaiting += len(js.inline)
@@ -149,8 +150,8 @@ func (t *tenantActor) enqueue(js jobStart) {
 	t.e.m.jobsWaiting.Inc()
 }
 
-// inlineWaitingMessages bounds the messages a tenant's waiting jobs keep in memory (about
-// 48 bytes each).
+// inlineWaitingMessages bounds the messages the node's waiting jobs keep in memory, all
+// tenants together (about 48 bytes each).
 const inlineWaitingMessages = 65_536
 
 // startJobs spawns waiting jobs while the tenant has dispatch slots, and reads more
@@ -184,6 +185,7 @@ func (t *tenantActor) leftQueue(js jobStart) {
 	t.e.m.jobsWaiting.Dec()
 	if js.inline != nil {
 		t.inlineWaiting -= len(js.inline)
+		t.e.inlineWaiting.Add(-int64(len(js.inline)))
 	}
 }
 
