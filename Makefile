@@ -45,7 +45,7 @@ build:
 test: vet fmt-check
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/bench/drill$$')
 	@# Cluster members in one process trip the race detector inside protoactor's cluster
-	@# (actors/cluster_test.go): those tests run without it.
+	@# (actors/engine_cluster_test.go): those tests run without it.
 	$(GO) test -count=1 -run 'Cluster' ./actors/
 	@# Allocation counts are only meaningful in a build without the race detector.
 	$(GO) test -count=1 -run 'Allocations$$' ./carriers/sim/
