@@ -2,7 +2,9 @@ package web
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -69,6 +71,25 @@ func (f *Form) Fail(p *api.Problem) {
 	if len(p.Errors) == 0 {
 		f.Message = sentence(p.Detail)
 	}
+}
+
+// Refused records an operation's refusal in the form when a form can say it (400, 409, 422)
+// and returns its status; other errors (404, 5xx) are for the error page. edit, when not nil,
+// may move the problem's errors to the fields the form shows before they are recorded.
+func (f *Form) Refused(err error, edit func(*api.Problem)) (int, bool) {
+	var prob *api.Problem
+	if err == nil || !errors.As(err, &prob) {
+		return 0, false
+	}
+	switch prob.Status {
+	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
+		if edit != nil {
+			edit(prob)
+		}
+		f.Fail(prob)
+		return prob.Status, true
+	}
+	return 0, false
 }
 
 // HasErrors reports whether any field has an error.

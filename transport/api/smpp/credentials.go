@@ -59,11 +59,11 @@ func New(opts Options, d Deps) *Handler {
 // Register adds the routes.
 func (h *Handler) Register(r *api.Router) {
 	r.Handle("POST", "/smpp/credentials", api.Account, h.create)
-	r.Handle("GET", "/smpp/credentials", api.Account, h.list)
-	r.Handle("GET", "/smpp/credentials/{id}", api.Account, h.get)
-	r.Handle("PATCH", "/smpp/credentials/{id}", api.Account, h.update)
+	r.Handle("GET", "/smpp/credentials", api.Account, api.ListOwned(h.List, newCredentialJSON))
+	r.Handle("GET", "/smpp/credentials/{id}", api.Account, api.GetOwned(h.Get, newCredentialJSON))
+	r.Handle("PATCH", "/smpp/credentials/{id}", api.Account, api.UpdateOwned(h.Update, newCredentialJSON))
 	r.Handle("POST", "/smpp/credentials/{id}/rotate-password", api.Account, h.rotate)
-	r.Handle("DELETE", "/smpp/credentials/{id}", api.Account, h.delete)
+	r.Handle("DELETE", "/smpp/credentials/{id}", api.Account, api.DeleteOwned(h.Delete))
 }
 
 type credentialJSON struct {
@@ -237,46 +237,6 @@ func (h *Handler) create(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	return api.WriteJSON(rc, http.StatusCreated, withPassword{newCredentialJSON(c), password})
 }
 
-func (h *Handler) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	list, err := h.List(ctx, api.Principal(rc).AccountID)
-	if err != nil {
-		return err
-	}
-	out := make([]credentialJSON, len(list))
-	for i, c := range list {
-		out[i] = newCredentialJSON(c)
-	}
-	return api.WriteJSON(rc, http.StatusOK, out)
-}
-
-func (h *Handler) get(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	id, err := api.PathID(rc, "id")
-	if err != nil {
-		return err
-	}
-	c, err := h.Get(ctx, api.Principal(rc).AccountID, id)
-	if err != nil {
-		return err
-	}
-	return api.WriteJSON(rc, http.StatusOK, newCredentialJSON(c))
-}
-
-func (h *Handler) update(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	id, err := api.PathID(rc, "id")
-	if err != nil {
-		return err
-	}
-	var in Input
-	if err := api.DecodeJSON(rc, &in); err != nil {
-		return err
-	}
-	c, err := h.Update(ctx, api.Principal(rc).AccountID, id, in)
-	if err != nil {
-		return err
-	}
-	return api.WriteJSON(rc, http.StatusOK, newCredentialJSON(c))
-}
-
 func (h *Handler) rotate(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	id, err := api.PathID(rc, "id")
 	if err != nil {
@@ -287,16 +247,4 @@ func (h *Handler) rotate(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		return err
 	}
 	return api.WriteJSON(rc, http.StatusOK, withPassword{newCredentialJSON(c), password})
-}
-
-func (h *Handler) delete(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	id, err := api.PathID(rc, "id")
-	if err != nil {
-		return err
-	}
-	if err := h.Delete(ctx, api.Principal(rc).AccountID, id); err != nil {
-		return err
-	}
-	rc.SetStatusCode(http.StatusNoContent)
-	return nil
 }

@@ -73,10 +73,10 @@ func New(d Deps) *Handler {
 // Register adds the routes.
 func (h *Handler) Register(r *api.Router) {
 	r.Handle("POST", "/webhooks", api.Account, h.create)
-	r.Handle("GET", "/webhooks", api.Account, h.list)
-	r.Handle("GET", "/webhooks/{id}", api.Account, h.get)
-	r.Handle("PATCH", "/webhooks/{id}", api.Account, h.update)
-	r.Handle("DELETE", "/webhooks/{id}", api.Account, h.delete)
+	r.Handle("GET", "/webhooks", api.Account, api.ListOwned(h.List, newWebhookJSON))
+	r.Handle("GET", "/webhooks/{id}", api.Account, api.GetOwned(h.Get, newWebhookJSON))
+	r.Handle("PATCH", "/webhooks/{id}", api.Account, api.UpdateOwned(h.Update, newWebhookJSON))
+	r.Handle("DELETE", "/webhooks/{id}", api.Account, api.DeleteOwned(h.Delete))
 	r.Handle("POST", "/webhooks/{id}/roll-secret", api.Account, h.rollSecret)
 	r.Handle("POST", "/webhooks/{id}/test", api.Account, h.test)
 	r.Handle("GET", "/webhooks/{id}/deliveries", api.Account, h.deliveries)
@@ -267,56 +267,4 @@ func (h *Handler) create(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		webhookJSON
 		Secret string `json:"secret"`
 	}{newWebhookJSON(w), secret})
-}
-
-func (h *Handler) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	list, err := h.List(ctx, api.Principal(rc).AccountID)
-	if err != nil {
-		return err
-	}
-	out := make([]webhookJSON, len(list))
-	for i, w := range list {
-		out[i] = newWebhookJSON(w)
-	}
-	return api.WriteJSON(rc, http.StatusOK, out)
-}
-
-func (h *Handler) get(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	id, err := api.PathID(rc, "id")
-	if err != nil {
-		return err
-	}
-	w, err := h.Get(ctx, api.Principal(rc).AccountID, id)
-	if err != nil {
-		return err
-	}
-	return api.WriteJSON(rc, http.StatusOK, newWebhookJSON(w))
-}
-
-func (h *Handler) update(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	id, err := api.PathID(rc, "id")
-	if err != nil {
-		return err
-	}
-	var in Endpoint
-	if err := api.DecodeJSON(rc, &in); err != nil {
-		return err
-	}
-	w, err := h.Update(ctx, api.Principal(rc).AccountID, id, in)
-	if err != nil {
-		return err
-	}
-	return api.WriteJSON(rc, http.StatusOK, newWebhookJSON(w))
-}
-
-func (h *Handler) delete(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	id, err := api.PathID(rc, "id")
-	if err != nil {
-		return err
-	}
-	if err := h.Delete(ctx, api.Principal(rc).AccountID, id); err != nil {
-		return err
-	}
-	rc.SetStatusCode(http.StatusNoContent)
-	return nil
 }

@@ -29,7 +29,7 @@ func (p *Pages) credOf(ctx context.Context, rc *fasthttp.RequestCtx) (persistenc
 	if err != nil {
 		return persistence.SMPPCredential{}, err
 	}
-	return p.ops.Get(ctx, web.AccountID(rc), id)
+	return p.Ops.Get(ctx, web.AccountID(rc), id)
 }
 
 // detail shows a credential as GET /smpp/credentials/{id} reads it.
@@ -56,7 +56,7 @@ func (p *Pages) renderDetail(ctx context.Context, rc *fasthttp.RequestCtx, statu
 	if password != "" {
 		rc.Response.Header.Set("Cache-Control", "no-store") // the password is in this answer alone
 	}
-	return p.views.Render(ctx, rc, status, "credential", &web.Page{Title: "SMPP credential " + c.SystemID, Nav: navPath, Data: d})
+	return p.Views.Render(ctx, rc, status, "credential", &web.Page{Title: "SMPP credential " + c.SystemID, Nav: navPath, Data: d})
 }
 
 // update changes the credential with PATCH /smpp/credentials/{id}'s operation; refusals are
@@ -72,13 +72,13 @@ func (p *Pages) update(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if f.HasErrors() {
 		return p.renderDetail(ctx, rc, http.StatusUnprocessableEntity, c, f, "", false)
 	}
-	_, err = p.ops.Update(ctx, web.AccountID(rc), c.ID, in)
-	if status, shown := fail(f, err); shown {
+	_, err = p.Ops.Update(ctx, web.AccountID(rc), c.ID, in)
+	if status, shown := f.Refused(err, fieldsOfForm); shown {
 		return p.renderDetail(ctx, rc, status, c, f, "", false)
 	} else if err != nil {
 		return err
 	}
-	p.site.Flash(rc, "success", "Saved the credential’s settings. Binds already made keep theirs until they bind again.")
+	p.Site.Flash(rc, "success", "Saved the credential’s settings. Binds already made keep theirs until they bind again.")
 	return api.SeeOther(rc, credPath(c.ID))
 }
 
@@ -89,7 +89,7 @@ func (p *Pages) rotate(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	c, password, err := p.ops.RotatePassword(ctx, web.AccountID(rc), c.ID)
+	c, password, err := p.Ops.RotatePassword(ctx, web.AccountID(rc), c.ID)
 	if err != nil {
 		return err
 	}
@@ -102,9 +102,9 @@ func (p *Pages) delete(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := p.ops.Delete(ctx, web.AccountID(rc), c.ID); err != nil {
+	if err := p.Ops.Delete(ctx, web.AccountID(rc), c.ID); err != nil {
 		return err
 	}
-	p.site.Flash(rc, "success", "Deleted the credential "+c.SystemID+": it binds no more.")
+	p.Site.Flash(rc, "success", "Deleted the credential "+c.SystemID+": it binds no more.")
 	return api.SeeOther(rc, listPath)
 }

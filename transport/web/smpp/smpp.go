@@ -8,7 +8,6 @@ package smpp
 import (
 	"context"
 	"embed"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,12 +26,9 @@ var templates embed.FS
 
 // Operations are the credential operations the JSON API runs too (smpp.Handler).
 type Operations interface {
+	web.Owned[persistence.SMPPCredential, smppapi.Input]
 	Create(ctx context.Context, accountID uuid.UUID, in smppapi.Input) (persistence.SMPPCredential, string, error)
-	List(ctx context.Context, accountID uuid.UUID) ([]persistence.SMPPCredential, error)
-	Get(ctx context.Context, accountID, id uuid.UUID) (persistence.SMPPCredential, error)
-	Update(ctx context.Context, accountID, id uuid.UUID, in smppapi.Input) (persistence.SMPPCredential, error)
 	RotatePassword(ctx context.Context, accountID, id uuid.UUID) (persistence.SMPPCredential, string, error)
-	Delete(ctx context.Context, accountID, id uuid.UUID) error
 }
 
 // Options configure the pages.
@@ -44,19 +40,17 @@ type Options struct {
 
 // Pages serve the SMPP credentials.
 type Pages struct {
-	site   *web.Site
-	views  *web.Views
-	ops    Operations
+	web.Kit[Operations, struct{}]
 	server string
 }
 
 // New returns the pages.
 func New(site *web.Site, ops Operations, opts Options) (*Pages, error) {
-	v, err := site.Views(templates)
+	kit, err := web.NewKit(site, templates, ops, struct{}{})
 	if err != nil {
 		return nil, err
 	}
-	return &Pages{site: site, views: v, ops: ops, server: opts.Server}, nil
+	return &Pages{Kit: kit, server: opts.Server}, nil
 }
 
 const (
@@ -100,7 +94,7 @@ func (p *Pages) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
 }
 
 func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status int, f *web.Form) error {
-	list, err := p.ops.List(ctx, web.AccountID(rc))
+	list, err := p.Ops.List(ctx, web.AccountID(rc))
 	if err != nil {
 		return err
 	}
@@ -108,7 +102,7 @@ func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status 
 	for _, c := range list {
 		d.Creds = append(d.Creds, newCredential(c))
 	}
-	return p.views.Render(ctx, rc, status, "smpp", &web.Page{Title: "SMPP", Nav: navPath, Data: d, Form: f})
+	return p.Views.Render(ctx, rc, status, "smpp", &web.Page{Title: "SMPP", Nav: navPath, Data: d, Form: f})
 }
 
 // create makes a credential with POST /smpp/credentials's operation and shows its password,
@@ -121,8 +115,8 @@ func (p *Pages) create(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if f.HasErrors() {
 		return p.renderList(ctx, rc, http.StatusUnprocessableEntity, f)
 	}
-	c, password, err := p.ops.Create(ctx, web.AccountID(rc), in)
-	if status, shown := fail(f, err); shown {
+	c, password, err := p.Ops.Create(ctx, web.AccountID(rc), in)
+	if status, shown := f.Refused(err, fieldsOfForm); shown {
 		return p.renderList(ctx, rc, status, f)
 	} else if err != nil {
 		return err
@@ -147,30 +141,19 @@ func readCredential(rc *fasthttp.RequestCtx) (*web.Form, smppapi.Input) {
 	return f, in
 }
 
-// fail records an operation's refusal in the form when a form can say it (400, 409, 422),
-// with its status; other errors (404, 5xx) are for the error page. The API names a bad
-// address allowed_ips[i]: the form has one field for them all.
-func fail(f *web.Form, err error) (int, bool) {
-	var prob *api.Problem
-	if err == nil || !errors.As(err, &prob) {
-		return 0, false
+// fieldsOfForm says a refusal about one field beside it, and a bad address the API names
+// allowed_ips[i] beside the form's one field for them all, with its line.
+func fieldsOfForm(prob *api.Problem) {
+	if prob.Code == "smpp_system_id_taken" {
+		prob.Errors = append(prob.Errors, api.FieldError{Field: "system_id", Message: prob.Detail})
+		return
 	}
-	switch prob.Status {
-	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
-		if prob.Code == "smpp_system_id_taken" { // about one field: said beside it
-			f.AddError("system_id", prob.Detail)
-			return prob.Status, true
+	for i := range prob.Errors {
+		if strings.HasPrefix(prob.Errors[i].Field, "allowed_ips[") {
+			prob.Errors[i].Message = "line " + lineOf(prob.Errors[i].Field) + ": " + prob.Errors[i].Message
+			prob.Errors[i].Field = "allowed_ips"
 		}
-		for i := range prob.Errors {
-			if strings.HasPrefix(prob.Errors[i].Field, "allowed_ips[") {
-				prob.Errors[i].Message = "line " + lineOf(prob.Errors[i].Field) + ": " + prob.Errors[i].Message
-				prob.Errors[i].Field = "allowed_ips"
-			}
-		}
-		f.Fail(prob)
-		return prob.Status, true
 	}
-	return 0, false
 }
 
 // lineOf is the 1-based line of the address allowed_ips[i] names.

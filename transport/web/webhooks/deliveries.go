@@ -91,7 +91,7 @@ func (p *Pages) readLog(ctx context.Context, rc *fasthttp.RequestCtx, w persiste
 	for _, s := range persistence.DeliveryStatuses() {
 		d.Statuses = append(d.Statuses, statusChoice{Value: string(s), Label: newDeliveryRow(persistence.DeliveryRecord{Status: s}).StatusText, Selected: s == status})
 	}
-	l := p.ops.DeliveryList(acct, w.ID, status)
+	l := p.Ops.DeliveryList(acct, w.ID, status)
 	pg := q.Page(l)
 	pg.Size, pg.Number = logSize, 0
 	if err := q.Err(); err != nil {
@@ -107,7 +107,7 @@ func (p *Pages) readLog(ctx context.Context, rc *fasthttp.RequestCtx, w persiste
 		}
 		return d, prob.Status, nil
 	}
-	list, err := p.ops.Deliveries(ctx, acct, w.ID, status, pg)
+	list, err := p.Ops.Deliveries(ctx, acct, w.ID, status, pg)
 	if err != nil {
 		return logData{}, 0, err
 	}
@@ -150,7 +150,7 @@ func (p *Pages) retry(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := p.ops.Retry(ctx, web.AccountID(rc), w.ID, did); err != nil {
+	if err := p.Ops.Retry(ctx, web.AccountID(rc), w.ID, did); err != nil {
 		return err
 	}
 	status := web.ReadForm(rc).Get("status")
@@ -161,6 +161,6 @@ func (p *Pages) retry(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if !w.Enabled {
 		msg = "The delivery is due again, but the endpoint is disabled: it goes out once you enable it."
 	}
-	p.site.Flash(rc, "success", msg)
+	p.Site.Flash(rc, "success", msg)
 	return api.SeeOther(rc, logURL(w.ID, status, ""))
 }

@@ -43,7 +43,7 @@ func (p *Pages) hookOf(ctx context.Context, rc *fasthttp.RequestCtx) (persistenc
 	if err != nil {
 		return persistence.Webhook{}, err
 	}
-	return p.ops.Get(ctx, web.AccountID(rc), id)
+	return p.Ops.Get(ctx, web.AccountID(rc), id)
 }
 
 // detail shows an endpoint as GET /webhooks/{id} reads it, with its delivery log.
@@ -81,7 +81,7 @@ func (p *Pages) renderDetail(ctx context.Context, rc *fasthttp.RequestCtx, statu
 	if status == http.StatusOK && lstatus != 0 {
 		status = lstatus
 	}
-	return p.views.Render(ctx, rc, status, "webhook", &web.Page{Title: "Webhook endpoint", Nav: navPath, Data: d})
+	return p.Views.Render(ctx, rc, status, "webhook", &web.Page{Title: "Webhook endpoint", Nav: navPath, Data: d})
 }
 
 // update changes the endpoint with PATCH /webhooks/{id}'s operation; refusals are said
@@ -100,13 +100,13 @@ func (p *Pages) update(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if f.HasErrors() {
 		return again(http.StatusUnprocessableEntity)
 	}
-	_, err = p.ops.Update(ctx, web.AccountID(rc), w.ID, in)
-	if status, shown := fail(f, err); shown {
+	_, err = p.Ops.Update(ctx, web.AccountID(rc), w.ID, in)
+	if status, shown := f.Refused(err, nil); shown {
 		return again(status)
 	} else if err != nil {
 		return err
 	}
-	p.site.Flash(rc, "success", "Saved the endpoint’s settings.")
+	p.Site.Flash(rc, "success", "Saved the endpoint’s settings.")
 	return api.SeeOther(rc, hookPath(w.ID))
 }
 
@@ -116,10 +116,10 @@ func (p *Pages) delete(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := p.ops.Delete(ctx, web.AccountID(rc), w.ID); err != nil {
+	if err := p.Ops.Delete(ctx, web.AccountID(rc), w.ID); err != nil {
 		return err
 	}
-	p.site.Flash(rc, "success", "Deleted the endpoint "+w.URL+", with its waiting events and delivery log.")
+	p.Site.Flash(rc, "success", "Deleted the endpoint "+w.URL+", with its waiting events and delivery log.")
 	return api.SeeOther(rc, listPath)
 }
 
@@ -129,14 +129,14 @@ func (p *Pages) test(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if _, err := p.ops.Test(ctx, web.AccountID(rc), w.ID); err != nil {
+	if _, err := p.Ops.Test(ctx, web.AccountID(rc), w.ID); err != nil {
 		return err
 	}
 	msg := "A test event is on its way; its delivery is in the log below. Reload to see how it went."
 	if !w.Enabled {
 		msg = "A test event is queued, but the endpoint is disabled: it goes out once you enable it."
 	}
-	p.site.Flash(rc, "success", msg)
+	p.Site.Flash(rc, "success", msg)
 	return api.SeeOther(rc, hookPath(w.ID))
 }
 
@@ -152,8 +152,8 @@ func (p *Pages) roll(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if !ok {
 		return p.renderDetail(ctx, rc, http.StatusUnprocessableEntity, w, detailForms{Roll: f})
 	}
-	secret, err := p.ops.RollSecret(ctx, web.AccountID(rc), w.ID, expires)
-	if status, shown := fail(f, err); shown {
+	secret, err := p.Ops.RollSecret(ctx, web.AccountID(rc), w.ID, expires)
+	if status, shown := f.Refused(err, nil); shown {
 		return p.renderDetail(ctx, rc, status, w, detailForms{Roll: f})
 	} else if err != nil {
 		return err

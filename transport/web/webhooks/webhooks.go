@@ -8,7 +8,6 @@ package webhooks
 import (
 	"context"
 	"embed"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,11 +26,8 @@ var templates embed.FS
 
 // Operations are the webhook operations the JSON API runs too (webhooks.Handler).
 type Operations interface {
+	web.Owned[persistence.Webhook, webhooksapi.Endpoint]
 	Create(ctx context.Context, accountID uuid.UUID, in webhooksapi.Endpoint) (persistence.Webhook, string, error)
-	List(ctx context.Context, accountID uuid.UUID) ([]persistence.Webhook, error)
-	Get(ctx context.Context, accountID, id uuid.UUID) (persistence.Webhook, error)
-	Update(ctx context.Context, accountID, id uuid.UUID, in webhooksapi.Endpoint) (persistence.Webhook, error)
-	Delete(ctx context.Context, accountID, id uuid.UUID) error
 	Deliveries(ctx context.Context, accountID, endpointID uuid.UUID, status persistence.DeliveryStatus, p persistence.Page) ([]persistence.DeliveryRecord, error)
 	DeliveryList(accountID, endpointID uuid.UUID, status persistence.DeliveryStatus) api.List
 	Retry(ctx context.Context, accountID, endpointID, deliveryID uuid.UUID) error
@@ -41,18 +37,16 @@ type Operations interface {
 
 // Pages serve the webhook endpoints.
 type Pages struct {
-	site  *web.Site
-	views *web.Views
-	ops   Operations
+	web.Kit[Operations, struct{}]
 }
 
 // New returns the pages.
 func New(site *web.Site, ops Operations) (*Pages, error) {
-	v, err := site.Views(templates)
+	kit, err := web.NewKit(site, templates, ops, struct{}{})
 	if err != nil {
 		return nil, err
 	}
-	return &Pages{site: site, views: v, ops: ops}, nil
+	return &Pages{Kit: kit}, nil
 }
 
 const (
@@ -135,7 +129,7 @@ func (p *Pages) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
 // renderList draws the endpoints with the create form (its values and errors in f, its
 // events ticked).
 func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status int, f *web.Form, events []string) error {
-	list, err := p.ops.List(ctx, web.AccountID(rc))
+	list, err := p.Ops.List(ctx, web.AccountID(rc))
 	if err != nil {
 		return err
 	}
@@ -143,7 +137,7 @@ func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status 
 	for _, w := range list {
 		d.Hooks = append(d.Hooks, newEndpoint(w))
 	}
-	return p.views.Render(ctx, rc, status, "webhooks", &web.Page{Title: "Webhooks", Nav: navPath, Data: d, Form: f})
+	return p.Views.Render(ctx, rc, status, "webhooks", &web.Page{Title: "Webhooks", Nav: navPath, Data: d, Form: f})
 }
 
 // create adds an endpoint with POST /webhooks's operation and shows its secret, this once:
@@ -153,8 +147,8 @@ func (p *Pages) create(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if f.HasErrors() {
 		return p.renderList(ctx, rc, http.StatusUnprocessableEntity, f, *in.Events)
 	}
-	w, secret, err := p.ops.Create(ctx, web.AccountID(rc), in)
-	if status, shown := fail(f, err); shown {
+	w, secret, err := p.Ops.Create(ctx, web.AccountID(rc), in)
+	if status, shown := f.Refused(err, nil); shown {
 		return p.renderList(ctx, rc, status, f, *in.Events)
 	} else if err != nil {
 		return err
@@ -193,19 +187,4 @@ func optInt(f *web.Form, name, msg string) (*int, bool) {
 		return nil, false
 	}
 	return &n, true
-}
-
-// fail records an operation's refusal in the form when a form can say it (400, 409, 422),
-// with its status; other errors (404, 5xx) are for the error page.
-func fail(f *web.Form, err error) (int, bool) {
-	var prob *api.Problem
-	if err == nil || !errors.As(err, &prob) {
-		return 0, false
-	}
-	switch prob.Status {
-	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
-		f.Fail(prob)
-		return prob.Status, true
-	}
-	return 0, false
 }
