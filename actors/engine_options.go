@@ -26,7 +26,11 @@ type Options struct {
 	MaxDispatchingJob int    // jobs of one tenant dispatching at once (8); see jobHandedOff
 	// HandOffBudget bounds the messages of jobs that gave their dispatch slot back while links
 	// still hold them (jobHandedOff), across the engine (100,000; negative: never give it back).
-	HandOffBudget    int64
+	HandOffBudget int64
+	// WaitingInline bounds the messages jobs waiting for a dispatch slot keep in memory, all
+	// tenants together (65,536, about 48 bytes each; negative: none, each job reads its
+	// messages back when its turn comes).
+	WaitingInline    int64
 	TenantIdle       time.Duration // a tenant actor with nothing to do stops after this (5m)
 	AcceptBatch      int           // sends per group commit (256)
 	AcceptShards     int           // group-commit writers, each owning a disjoint share of accounts (2)
@@ -77,6 +81,9 @@ func (o *Options) setDefaults() {
 	def(&o.MaxDispatchingJob, 8)
 	if o.HandOffBudget == 0 {
 		o.HandOffBudget = 100_000
+	}
+	if o.WaitingInline == 0 {
+		o.WaitingInline = 65_536
 	}
 	def(&o.AcceptBatch, 256)
 	def(&o.AcceptShards, 2)

@@ -125,14 +125,14 @@ func (t *tenantActor) openJobsRead(ctx actor.Context, msg *openJobsRead) {
 }
 
 // enqueue queues a job for a dispatch slot; a job of an earlier run is queued once. Waiting
-// jobs keep their messages in memory up to inlineWaitingMessages of them on the node (a tenant sending
+// jobs keep their messages in memory up to Options.WaitingInline of them on the node (a tenant sending
 // one message a request, over SMPP or the API, queues thousands of one-message jobs a second,
 // and reading each back would bound its dispatch at a few hundred a second); past that a job
 // reads its messages back from the store when its turn comes, so however many sends wait, the
 // tenant holds a bounded number of them.
 func (t *tenantActor) enqueue(js jobStart) {
 	if js.inline != nil {
-		if t.e.inlineWaiting.Add(int64(len(js.inline))) > inlineWaitingMessages {
+		if t.e.inlineWaiting.Add(int64(len(js.inline))) > t.e.opts.WaitingInline {
 			t.e.inlineWaiting.Add(-int64(len(js.inline)))
 			js = jobStart{id: js.id}
 		} else {
@@ -149,10 +149,6 @@ func (t *tenantActor) enqueue(js jobStart) {
 	t.waiting = append(t.waiting, js)
 	t.e.m.jobsWaiting.Inc()
 }
-
-// inlineWaitingMessages bounds the messages the node's waiting jobs keep in memory, all
-// tenants together (about 48 bytes each).
-const inlineWaitingMessages = 65_536
 
 // startJobs spawns waiting jobs while the tenant has dispatch slots, and reads more
 // unfinished jobs when it runs out of waiting ones.

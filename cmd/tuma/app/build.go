@@ -334,6 +334,7 @@ func (a *App) startEngine(ctx context.Context) error {
 		Faults:          cfg.Faults.engine(),
 		LowBalanceCents: cfg.LowBalanceCents,
 		HandOffBudget:   handOffBudget(cfg.HandOffMessages),
+		WaitingInline:   handOffBudget(cfg.WaitingMessages),
 		CampaignWindow:  cfg.CampaignWindow,
 		JobWindow:       jobWindow(cfg.JobWindow),
 		BulkYield:       cfg.BulkAcceptYield,
@@ -364,7 +365,8 @@ func jobWindow(n int) int {
 	return n
 }
 
-// handOffBudget is TUMA_HANDOFF_MESSAGES as the engine takes it: 0 turns hand-offs off.
+// handOffBudget is TUMA_HANDOFF_MESSAGES (or TUMA_WAITING_MESSAGES) as the engine takes it:
+// 0 turns the budget's use off.
 func handOffBudget(n int) int64 {
 	if n == 0 {
 		return -1

@@ -45,6 +45,7 @@ type Config struct {
 	PaystackBaseURL   string
 	SharedSenderID    string
 	HandOffMessages   int
+	WaitingMessages   int // 0: waiting jobs keep none of their messages in memory
 	CampaignWindow    int
 	JobWindow         int // 0: no limit
 	ImportWorkers     int // transactions a contact import merges in at once
