@@ -44,6 +44,8 @@ type receiptsState struct {
 	sentNext int
 
 	inbox inbox // flush results, kept across a respawn
+	// spare is the last written batch, emptied: the buffer's arrays once a flush takes all.
+	spare *receiptBatch
 }
 
 func newReceiptsState() *receiptsState {
@@ -201,6 +203,9 @@ func (r *receiptsActor) flush(ctx actor.Context) {
 		return
 	}
 	batch := st.buf.take(5 * r.e.opts.ReceiptsBatch)
+	if st.buf.size() == 0 && st.spare != nil {
+		st.buf, st.spare = st.spare, nil
+	}
 	st.flushing = true
 	if batch.outcomes() > 0 {
 		st.eager = false
@@ -309,6 +314,8 @@ func (r *receiptsActor) flushed(ctx actor.Context, d *flushDone) {
 	for _, p := range b.syncs {
 		ctx.Send(p, &struct{}{})
 	}
+	b.recycle()
+	st.spare = b
 	if len(st.buf.Receipts) > 0 && st.buf.size() == len(st.buf.Receipts) && !st.armed {
 		// Only late receipts are waiting: give their submissions a moment.
 		st.armed = true

@@ -59,6 +59,21 @@ func (b *receiptBatch) take(max int) *receiptBatch {
 	return out
 }
 
+// recycle empties a written batch to buffer the next events in its arrays: a shard at full
+// speed otherwise grows a new set of arrays every flush, a third of the node's allocations.
+// The references it held are dropped so the collector does not keep them.
+func (b *receiptBatch) recycle() {
+	clear(b.Submitted)
+	clear(b.subJobs)
+	clear(b.Failed)
+	clear(b.failJobs)
+	clear(b.Receipts)
+	clear(b.syncs)
+	b.Submitted, b.subJobs, b.subMarks = b.Submitted[:0], b.subJobs[:0], b.subMarks[:0]
+	b.Failed, b.failJobs, b.failMarks, b.failNets = b.Failed[:0], b.failJobs[:0], b.failMarks[:0], b.failNets[:0]
+	b.Receipts, b.syncs = b.Receipts[:0], b.syncs[:0]
+}
+
 // prepend puts an unwritten batch back in front of what arrived since.
 func (b *receiptBatch) prepend(old *receiptBatch) {
 	b.Submitted = append(old.Submitted, b.Submitted...)

@@ -254,9 +254,8 @@ func recordProviderRefs(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *f
 		id  uuid.UUID
 	}
 	seen := make(map[ref]bool, len(subs))
-	var pids []string
-	var nets []int16
-	var ids, accts []uuid.UUID
+	pids, nets := make([]string, 0, len(subs)), make([]int16, 0, len(subs))
+	ids, accts := make([]uuid.UUID, 0, len(subs)), make([]uuid.UUID, 0, len(subs))
 	for _, s := range subs {
 		k := ref{s.ProviderID, s.Network, s.MessageID}
 		if s.ProviderID == "" || seen[k] {
@@ -443,19 +442,20 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 // with the message's network.
 func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matched func(network int16)) error {
 	defer rows.Close()
+	// One set of destinations for every row: declared in the loop they escaped, row by row.
+	var (
+		job, acct, id   uuid.UUID
+		net, parts      int16
+		cost            int64
+		before          string
+		created, doneAt time.Time
+		delivered       bool
+	)
+	dest := []any{&job, &acct, &net, &cost, &parts, &before, &created, &doneAt, &id}
+	if key != nil {
+		dest = append(dest, &delivered, key)
+	}
 	for rows.Next() {
-		var (
-			job, acct, id   uuid.UUID
-			net, parts      int16
-			cost            int64
-			before          string
-			created, doneAt time.Time
-			delivered       bool
-		)
-		dest := []any{&job, &acct, &net, &cost, &parts, &before, &created, &doneAt, &id}
-		if key != nil {
-			dest = append(dest, &delivered, key)
-		}
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
@@ -497,12 +497,12 @@ const keyedBatchPlans = `SELECT set_config('enable_hashjoin', 'off', true), set_
 // key; it returns the rest (unknown, or not matched by key) for the provider-id lookup.
 func flushKeyedReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAggregate) ([]Receipt, error) {
 	var rest []Receipt
-	var accts, ids []uuid.UUID
-	var pids, pss, errs []string
-	var delivered []bool
-	var ats []time.Time
-	keyed := map[uuid.UUID]Receipt{}
-	for _, r := range recs {
+	n := len(recs)
+	accts, ids := make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n)
+	pids, pss, errs := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	delivered, ats := make([]bool, 0, n), make([]time.Time, 0, n)
+	keyed := make(map[uuid.UUID]int, n) // message → its receipt in recs
+	for i, r := range recs {
 		if r.MessageID == uuid.Nil {
 			rest = append(rest, r)
 			continue
@@ -510,7 +510,7 @@ func flushKeyedReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flu
 		if _, dup := keyed[r.MessageID]; dup {
 			continue // a repeated receipt in one batch: the first decides
 		}
-		keyed[r.MessageID] = r
+		keyed[r.MessageID] = i
 		accts, ids, pids, delivered = append(accts, r.AccountID), append(ids, r.MessageID), append(pids, r.ProviderID), append(delivered, r.Delivered)
 		pss, errs, ats = append(pss, r.ProviderStatus), append(errs, r.Error), append(ats, r.At)
 	}
@@ -527,18 +527,16 @@ func flushKeyedReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flu
 	if err != nil {
 		return nil, fmt.Errorf("record receipts by key: %w", err)
 	}
-	matched := map[uuid.UUID]bool{}
 	var id uuid.UUID
-	if err := scanFinal(rows, agg, "receipt", &id, func(int16) { matched[id] = true }); err != nil {
+	if err := scanFinal(rows, agg, "receipt", &id, func(int16) { delete(keyed, id) }); err != nil {
 		return nil, fmt.Errorf("record receipts by key: %w", err)
 	}
 	// Not matched by key (already final, or resubmitted under another id): the provider-id
 	// path sorts them out.
-	for id, r := range keyed {
-		if !matched[id] {
-			r.AccountID, r.MessageID = uuid.Nil, uuid.Nil
-			rest = append(rest, r)
-		}
+	for _, i := range keyed {
+		r := recs[i]
+		r.AccountID, r.MessageID = uuid.Nil, uuid.Nil
+		rest = append(rest, r)
 	}
 	return rest, nil
 }
