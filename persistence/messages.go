@@ -369,11 +369,15 @@ type StaleCursor struct{ JobID, MessageID uuid.UUID }
 // StaleSent returns up to limit messages of unfinished jobs sent before `before` and still
 // waiting for a receipt, in (job, message) order after the cursor: a sweep walks every one of
 // them, page by page, whatever their number. An empty page means the walk reached the end.
+// A job accepted after `before`, or with no message written yet, cannot hold one: it is not
+// read (a bulk backlog's jobs would otherwise each be scanned every sweep, the ones not yet
+// expanded across their whole account).
 func (s *Store) StaleSent(ctx context.Context, after StaleCursor, before time.Time, limit int) ([]StaleMessage, error) {
 	rows, err := s.pool.Query(ctx, `SELECT s.job_id, s.account_id, s.id, coalesce(s.provider_message_id, ''), s.network, s.sent_at
 		FROM (SELECT job_id FROM open_jobs WHERE job_id >= $1 ORDER BY job_id LIMIT $4) o,
 			LATERAL (SELECT m.job_id, m.account_id, m.id, m.provider_message_id, m.network, m.sent_at FROM jobs j JOIN `+jobMessages+`
-				WHERE j.id = o.job_id AND m.status = 'sent' AND m.sent_at < $3 AND (o.job_id > $1 OR m.id > $2)
+				WHERE j.id = o.job_id AND j.first_message_id IS NOT NULL AND j.created_at < $3
+					AND m.status = 'sent' AND m.sent_at < $3 AND (o.job_id > $1 OR m.id > $2)
 				ORDER BY m.id LIMIT $4) s
 		ORDER BY s.job_id, s.id LIMIT $4`, after.JobID, after.MessageID, before, limit)
 	if err != nil {
