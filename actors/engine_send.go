@@ -31,6 +31,9 @@ type SendRequest struct {
 	// the caller made (the SMPP server answers a long message's first parts with it before the
 	// message exists). Nil: one is made here.
 	MessageID uuid.UUID
+	// Receipt is the delivery receipt a send of source smpp owes its client (the PDU's
+	// registered_delivery), written on its messages; other sources' owe none.
+	Receipt persistence.ReceiptMode
 }
 
 // MaxReferenceLen is the longest reference a send or campaign may carry.

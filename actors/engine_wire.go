@@ -123,7 +123,7 @@ func keyOf(w *wire.IdempotencyKey) (*persistence.IdempotencyKey, error) {
 func wireSend(r SendRequest, quote bool) *wire.SendRequest {
 	return &wire.SendRequest{AccountId: idBytes(r.AccountID), Recipients: wireRecipients(r.Recipients), Message: r.Message,
 		Sender: wireSender(r.Sender), Source: r.Source, Idempotency: wireKey(r.Idempotency), Reference: r.Reference,
-		Promotional: r.Promotional, Quote: quote, MessageId: optionalID(r.MessageID)}
+		Promotional: r.Promotional, Quote: quote, MessageId: optionalID(r.MessageID), Receipt: uint32(r.Receipt)}
 }
 
 // optionalID is an id's bytes, none for uuid.Nil.
@@ -150,6 +150,10 @@ func sendOf(w *wire.SendRequest) (SendRequest, error) {
 		return r, err
 	}
 	r.Message, r.Source, r.Reference, r.Promotional = w.Message, w.Source, w.Reference, w.Promotional
+	if w.Receipt > uint32(persistence.ReceiptFailure) {
+		return r, fmt.Errorf("send request: receipt mode %d", w.Receipt)
+	}
+	r.Receipt = persistence.ReceiptMode(w.Receipt)
 	if len(w.MessageId) > 0 {
 		if r.MessageID, err = idOf(w.MessageId); err != nil {
 			return r, err

@@ -22,7 +22,7 @@ func TestWireCommandsRoundTrip(t *testing.T) {
 	key := &persistence.IdempotencyKey{AccountID: acct, Key: "k1", Claim: uuid.New()}
 	send := SendRequest{AccountID: acct, Recipients: []persistence.Recipient{{NSN: 712345678, Network: carriers.Safaricom},
 		{NSN: 733000111, Network: carriers.Airtel}}, Message: "Habari", Sender: &persistence.Sender{ID: sender, Name: "DUKA", Network: "all"},
-		Source: "api", Idempotency: key, Reference: &ref, Promotional: true}
+		Source: "smpp", Idempotency: key, Reference: &ref, Promotional: true, Receipt: persistence.ReceiptFailure}
 	cases := []any{
 		&sendCmd{req: send},
 		&quoteCmd{req: SendRequest{AccountID: acct, Message: "x"}},

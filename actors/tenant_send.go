@@ -61,6 +61,7 @@ func (t *tenantActor) priceSend(req SendRequest) pricedSend {
 	to, suppressed := t.unsuppressed(req.Recipients)
 	job, pricing, lifetime := t.newJob(req.Sender, len(to))
 	job.Source, job.Message, job.Idempotency, job.Reference = req.Source, req.Message, req.Idempotency, req.Reference
+	job.Receipt = req.Receipt
 	job.Suppressed = suppressed
 	if req.Promotional {
 		job.Promotional, job.OptOut = true, t.optOutSuffix(req.Message)

@@ -320,11 +320,11 @@ func queueMessageInserts(b *pgx.Batch, jobs []NewJob) {
 		return
 	}
 	b.Queue(`INSERT INTO messages (id, job_id, account_id, campaign_id, recipient, network, sender, body, prefixed,
-			parts, encoding, cost_cents, smpp)
+			parts, encoding, cost_cents, smpp, smpp_failed_only)
 		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::smallint[], $7::text[],
-			$8::text[], $9::boolean[], $10::smallint[], $11::smallint[], $12::integer[], $13::boolean[])`,
+			$8::text[], $9::boolean[], $10::smallint[], $11::smallint[], $12::integer[], $13::boolean[], $14::boolean[])`,
 		m.ids, m.jobs, m.accts, m.campaigns, m.recipients, m.networks, m.senders, m.bodies, m.prefixed,
-		m.parts, m.encodings, m.costs, m.smpp)
+		m.parts, m.encodings, m.costs, m.smpp, m.smppFailedOnly)
 }
 
 func queueDebitEntries(b *pgx.Batch, jobs []NewJob) {

@@ -128,6 +128,10 @@ type NewJob struct {
 	// Fence is the epoch of the tenant incarnation accepting it (TakeFence); 0: none (a job
 	// written outside the engine). The debit fails with ErrFenced once the epoch is replaced.
 	Fence int64
+	// Receipt is the delivery receipt a job of source smpp owes its client, written on its
+	// messages. Only inline messages get it: JobRecord does not keep it, so a job expanded
+	// later owes none (an SMPP send is of one recipient, always written inline).
+	Receipt ReceiptMode
 }
 
 // ExpandJob writes message rows of a job accepted with pending recipients: the pending
@@ -154,8 +158,9 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, from int, msgs []NewMes
 		// A message was accepted with its job, whenever its row is written: created_at says so.
 		var rows copyRows
 		rows.reset()
+		owed, failedOnly := j.receiptColumns()
 		for _, m := range msgs {
-			rows.row(14)
+			rows.row(15)
 			rows.uuid(m.ID)
 			rows.uuid(j.ID)
 			rows.uuid(j.AccountID)
@@ -169,10 +174,11 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, from int, msgs []NewMes
 			rows.int2(int16(m.Encoding))
 			rows.int4(int32(m.CostCents))
 			rows.timestamptz(accepted)
-			rows.bool(j.Source == SourceSMPP)
+			rows.bool(owed)
+			rows.bool(failedOnly)
 		}
 		if _, err := rows.copyTo(ctx, tx, "messages",
-			"id, job_id, account_id, campaign_id, recipient, network, sender, body, prefixed, parts, encoding, cost_cents, created_at, smpp"); err != nil {
+			"id, job_id, account_id, campaign_id, recipient, network, sender, body, prefixed, parts, encoding, cost_cents, created_at, smpp, smpp_failed_only"); err != nil {
 			return fmt.Errorf("copy messages: %w", err)
 		}
 		if j.CampaignID != nil && from == 0 {

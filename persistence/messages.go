@@ -38,7 +38,8 @@ type messageRows struct {
 	senders          []string
 	bodies           []*string
 	prefixed         []bool
-	smpp             []bool // of a job sent over the SMPP server: it owes its client a receipt
+	smpp             []bool // of a job sent over the SMPP server whose client asked for a receipt
+	smppFailedOnly   []bool // … only if the message fails
 	parts, encodings []int16
 	costs            []int32
 }
@@ -48,7 +49,7 @@ func newMessageRows(n int) *messageRows {
 		ids: make([]uuid.UUID, 0, n), jobs: make([]uuid.UUID, 0, n), accts: make([]uuid.UUID, 0, n),
 		campaigns: make([]*uuid.UUID, 0, n), recipients: make([]string, 0, n), networks: make([]int16, 0, n),
 		senders: make([]string, 0, n), bodies: make([]*string, 0, n), prefixed: make([]bool, 0, n), smpp: make([]bool, 0, n),
-		parts: make([]int16, 0, n), encodings: make([]int16, 0, n), costs: make([]int32, 0, n),
+		smppFailedOnly: make([]bool, 0, n), parts: make([]int16, 0, n), encodings: make([]int16, 0, n), costs: make([]int32, 0, n),
 	}
 }
 
@@ -62,7 +63,9 @@ func (m *messageRows) add(j NewJob, msg NewMessage) {
 	m.senders = append(m.senders, msg.Sender)
 	m.bodies = append(m.bodies, msg.Body)
 	m.prefixed = append(m.prefixed, msg.Prefixed)
-	m.smpp = append(m.smpp, j.Source == SourceSMPP)
+	owed, failedOnly := j.receiptColumns()
+	m.smpp = append(m.smpp, owed)
+	m.smppFailedOnly = append(m.smppFailedOnly, failedOnly)
 	m.parts = append(m.parts, int16(msg.Parts))
 	m.encodings = append(m.encodings, int16(msg.Encoding))
 	m.costs = append(m.costs, int32(msg.CostCents))

@@ -1,6 +1,7 @@
 // SMPP delivery receipts (issue 36): the rows migration 026's trigger writes when a message of
-// an smpp job becomes final, and migration 029's when a message is texted to an account with
-// SMPP credentials, claimed by the SMPP server to send as deliver_sm.
+// an smpp job that owes one (ReceiptMode, migration 030) becomes final, and migration 029's
+// when a message is texted to an account with SMPP credentials, claimed by the SMPP server to
+// send as deliver_sm.
 
 package persistence
 
@@ -27,6 +28,27 @@ type SMPPReceipt struct {
 	SubmittedAt time.Time
 	DoneAt      time.Time
 	Attempts    int
+}
+
+// ReceiptMode is the delivery receipt an SMPP client asked for with a message (submit_sm's or
+// data_sm's registered_delivery, SMPP 3.4 §5.2.17): a job of source smpp writes it on its
+// messages (columns smpp and smpp_failed_only, migration 030), and migration 026's trigger
+// queues the receipt when the message becomes final. Other jobs' messages owe none.
+type ReceiptMode uint8
+
+const (
+	ReceiptNone    ReceiptMode = iota // no receipt (registered_delivery 0)
+	ReceiptFinal                      // on the final outcome, delivered or failed (1)
+	ReceiptFailure                    // only if the message failed (2)
+)
+
+// receiptColumns are a job's messages' smpp (a receipt owed) and smpp_failed_only (only if
+// the message fails).
+func (j NewJob) receiptColumns() (owed, failedOnly bool) {
+	if j.Source != SourceSMPP || j.Receipt == ReceiptNone {
+		return false, false
+	}
+	return true, j.Receipt == ReceiptFailure
 }
 
 // SMPPKind is what an SMPP outbox row delivers: a delivery receipt, or a message texted to the

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/pgtest"
 )
@@ -113,5 +114,93 @@ func TestClaimSMPPReceipts(t *testing.T) {
 	}
 	if rs, err := st.ClaimSMPPReceipts(ctx, other, time.Minute, 10); err != nil || len(rs) != 1 || rs[0].AccountID != other {
 		t.Errorf("the other account's claim = %+v, %v; want its one row", rs, err)
+	}
+}
+
+// A message of an smpp job is receipted as its client asked (NewJob.Receipt): never, on
+// either final outcome, or on failure only, whether written with its job, expanded later or
+// inserted already final; a message of any other source never is.
+func TestSMPPReceiptModes(t *testing.T) {
+	st, dbURL := pgtest.NewStore(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	acct := fundedAccount(t, st, 10_000)
+	msg := func(nsn uint32) persistence.NewMessage {
+		r := persistence.Recipient{NSN: nsn, Network: carriers.Safaricom}
+		return persistence.NewMessage{ID: persistence.NewID(), Recipient: r.E164(), Network: r.Network, Sender: "TUMA",
+			Parts: 1, Encoding: carriers.GSM7, CostCents: 50}
+	}
+	// Each job has two messages: the first is delivered, the second fails.
+	newJob := func(source string, mode persistence.ReceiptMode) persistence.NewJob {
+		j := job(acct, 50)
+		j.Source, j.Receipt = source, mode
+		j.Recipients, j.Units, j.CostCents = 2, 2, 100
+		j.Inline = []persistence.NewMessage{msg(712000001), msg(712000002)}
+		return j
+	}
+	jobs := []persistence.NewJob{
+		newJob(persistence.SourceSMPP, persistence.ReceiptNone),
+		newJob(persistence.SourceSMPP, persistence.ReceiptFinal),
+		newJob(persistence.SourceSMPP, persistence.ReceiptFailure),
+		newJob("api", persistence.ReceiptFinal),
+	}
+	expanded := newJob(persistence.SourceSMPP, persistence.ReceiptFailure)
+	rows := expanded.Inline
+	expanded.Inline, expanded.Pending = nil, persistence.EncodeRecipients([]persistence.Recipient{{NSN: 712000001, Network: carriers.Safaricom},
+		{NSN: 712000002, Network: carriers.Safaricom}})
+	if res, err := st.AcceptJobs(ctx, append(jobs, expanded)); err != nil || res[0].Err != nil || res[4].Err != nil {
+		t.Fatalf("accept: %v %+v", err, res)
+	}
+	if ok, err := st.ExpandJob(ctx, expanded, 0, rows, true); err != nil || !ok {
+		t.Fatalf("expand: %v %v", ok, err)
+	}
+	expanded.Inline = rows
+	jobs = append(jobs, expanded)
+	for _, j := range jobs {
+		for i, m := range j.Inline {
+			status, at := "delivered", "delivered_at"
+			if i == 1 {
+				status, at = "failed", "failed_at"
+			}
+			if _, err := conn.Exec(ctx, `UPDATE messages SET status = $2, `+at+` = now() WHERE id = $1`, m.ID, status); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Rows inserted final (the insert trigger), as written for a failure-only receipt.
+	final := [2]uuid.UUID{persistence.NewID(), persistence.NewID()}
+	for i, status := range []string{"delivered", "failed"} {
+		if _, err := conn.Exec(ctx, `INSERT INTO messages (id, job_id, account_id, recipient, network, sender, prefixed, parts,
+				encoding, cost_cents, status, smpp, smpp_failed_only)
+			VALUES ($1, $2, $3, '+254712000003', 1, 'TUMA', false, 1, 1, 0, $4, true, true)`, final[i], jobs[2].ID, acct, status); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	want := map[uuid.UUID]string{
+		jobs[1].Inline[0].ID: "delivered", jobs[1].Inline[1].ID: "failed", // on either outcome
+		jobs[2].Inline[1].ID: "failed", // on failure only
+		jobs[4].Inline[1].ID: "failed", // the same, expanded
+		final[1]:             "failed",
+	}
+	rs, err := st.ClaimSMPPReceipts(ctx, acct, time.Minute, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uuid.UUID]string{}
+	for _, r := range rs {
+		got[r.MessageID] = string(r.Status)
+	}
+	if len(got) != len(want) || len(rs) != len(want) {
+		t.Fatalf("receipts %v; want %v", got, want)
+	}
+	for id, s := range want {
+		if got[id] != s {
+			t.Errorf("receipt of %s = %q; want %q (all: %v)", id, got[id], s, got)
+		}
 	}
 }

@@ -153,8 +153,8 @@ func CampaignStatuses() []CampaignStatus {
 // confirmation (SourceKeyword), or a submit_sm over the SMPP server.
 func Sources() []string { return []string{"api", "browser", "campaign", SourceKeyword, SourceSMPP} }
 
-// SourceSMPP is the source of a job sent over the SMPP server: its messages owe the client a
-// delivery receipt (smpp_receipts).
+// SourceSMPP is the source of a job sent over the SMPP server: its messages owe the client the
+// delivery receipt it asked for (NewJob.Receipt), if any (smpp_receipts).
 const SourceSMPP = "smpp"
 
 // SourceKeyword is the source of the free confirmation a keyword is answered with.

@@ -210,6 +210,7 @@ type SendRequest struct {
 	Promotional   bool                   `protobuf:"varint,8,opt,name=promotional,proto3" json:"promotional,omitempty"`
 	Quote         bool                   `protobuf:"varint,9,opt,name=quote,proto3" json:"quote,omitempty"`                          // a quote of the send, not the send
 	MessageId     []byte                 `protobuf:"bytes,10,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"` // a one-recipient send's message id, chosen by the caller (empty: none)
+	Receipt       uint32                 `protobuf:"varint,11,opt,name=receipt,proto3" json:"receipt,omitempty"`                     // the delivery receipt an smpp send owes its client (persistence.ReceiptMode)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -312,6 +313,13 @@ func (x *SendRequest) GetMessageId() []byte {
 		return x.MessageId
 	}
 	return nil
+}
+
+func (x *SendRequest) GetReceipt() uint32 {
+	if x != nil {
+		return x.Receipt
+	}
+	return 0
 }
 
 type SendResult struct {
@@ -1686,7 +1694,7 @@ const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"Recipients\x12\x12\n" +
 	"\x04nsns\x18\x01 \x03(\aR\x04nsns\x12\x1a\n" +
-	"\bnetworks\x18\x02 \x01(\fR\bnetworks\"\x85\x03\n" +
+	"\bnetworks\x18\x02 \x01(\fR\bnetworks\"\x9f\x03\n" +
 	"\vSendRequest\x12\x1d\n" +
 	"\n" +
 	"account_id\x18\x01 \x01(\fR\taccountId\x125\n" +
@@ -1702,7 +1710,8 @@ const file_wire_proto_rawDesc = "" +
 	"\x05quote\x18\t \x01(\bR\x05quote\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\n" +
-	" \x01(\fR\tmessageIdB\f\n" +
+	" \x01(\fR\tmessageId\x12\x18\n" +
+	"\areceipt\x18\v \x01(\rR\areceiptB\f\n" +
 	"\n" +
 	"_reference\"\xb9\x01\n" +
 	"\n" +

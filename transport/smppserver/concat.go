@@ -46,8 +46,24 @@ type messageIDs struct {
 }
 
 type pendingID struct {
-	id    uuid.UUID
-	since time.Time
+	id      uuid.UUID
+	since   time.Time
+	receipt persistence.ReceiptMode // what its parts so far asked for (joinReceipts)
+}
+
+// joinReceipts is the delivery receipt a long message owes when its parts asked for a and b.
+// Each part carries its own registered_delivery, and clients differ in which parts they set it
+// on (every part, or the first or last alone): the message gets a receipt if any part asked
+// for one, on either outcome if any part asked for that, else on failure only. Its one
+// receipt names the id every part was answered with, so it answers whichever part asked.
+func joinReceipts(a, b persistence.ReceiptMode) persistence.ReceiptMode {
+	switch {
+	case a == persistence.ReceiptFinal || b == persistence.ReceiptFinal:
+		return persistence.ReceiptFinal
+	case a == persistence.ReceiptFailure || b == persistence.ReceiptFailure:
+		return persistence.ReceiptFailure
+	}
+	return persistence.ReceiptNone
 }
 
 // partKey names a part's message: its addresses, reference and size.
@@ -56,8 +72,9 @@ func partKey(p *smpp.PDU) string {
 	return fmt.Sprintf("%s\x00%s\x00%d\x00%d", p.Source, p.Dest, seg.Ref, seg.Total)
 }
 
-// of is the id of key's message, chosen now if its first part just came.
-func (m *messageIDs) of(key string, now time.Time) uuid.UUID {
+// of is the id of key's message, chosen now if its first part just came, and the receipt its
+// parts so far asked for, receipt (this part's) included.
+func (m *messageIDs) of(key string, receipt persistence.ReceiptMode, now time.Time) (uuid.UUID, persistence.ReceiptMode) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ids == nil {
@@ -66,19 +83,21 @@ func (m *messageIDs) of(key string, now time.Time) uuid.UUID {
 	p, ok := m.ids[key]
 	if !ok {
 		p = pendingID{id: persistence.NewID(), since: now}
-		m.ids[key] = p
 	}
-	return p.id
+	p.receipt = joinReceipts(p.receipt, receipt)
+	m.ids[key] = p
+	return p.id, p.receipt
 }
 
-// keep holds id for key again (its message's send failed; the completing part comes again).
-func (m *messageIDs) keep(key string, id uuid.UUID, now time.Time) {
+// keep holds id for key again (its message's send failed; the completing part comes again),
+// with the receipt its parts asked for.
+func (m *messageIDs) keep(key string, id uuid.UUID, receipt persistence.ReceiptMode, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ids == nil {
 		m.ids = map[string]pendingID{}
 	}
-	m.ids[key] = pendingID{id: id, since: now}
+	m.ids[key] = pendingID{id: id, since: now, receipt: receipt}
 }
 
 func (m *messageIDs) done(key string) {
@@ -108,12 +127,13 @@ func (ss *session) join(p *smpp.PDU) (joined, smpp.Status) {
 		return joined{}, smpp.StatusMsgQFul
 	}
 	key := partKey(p)
-	id := ss.ids.of(key, now)
+	id, receipt := ss.ids.of(key, receiptOf(p.RegisteredDelivery), now)
 	if a == nil {
 		return joined{held: true, id: id, key: key}, smpp.StatusOK
 	}
 	ss.ids.done(key)
-	return joined{sub: Submit{To: a.MO.Dest, From: a.MO.Source, Text: a.MO.Text, MessageID: id}, a: a, id: id, key: key}, smpp.StatusOK
+	return joined{sub: Submit{To: a.MO.Dest, From: a.MO.Source, Text: a.MO.Text, MessageID: id, Receipt: receipt}, a: a, id: id, key: key},
+		smpp.StatusOK
 }
 
 // unjoin puts back the parts of a message whose send failed, but the completing one: the
@@ -121,7 +141,7 @@ func (ss *session) join(p *smpp.PDU) (joined, smpp.Status) {
 func (ss *session) unjoin(j joined) {
 	if j.a != nil {
 		ss.parts.Undo(j.a)
-		ss.ids.keep(j.key, j.id, time.Now()) // its held parts were answered with this id
+		ss.ids.keep(j.key, j.id, j.sub.Receipt, time.Now()) // its held parts were answered with this id
 	}
 }
 

@@ -18,7 +18,10 @@ const (
 	StatusInvDestFlag smpp.Status = 0x40
 )
 
-// Multi is one submit_multi, decoded: a send of several recipients.
+// Multi is one submit_multi, decoded: a send of several recipients. It carries no receipt
+// mode: a submit_multi's messages get no delivery receipts, whatever its registered_delivery
+// (the Sender sends it as an API send). Its resp names the job, one id for every destination,
+// and a receipt names its message: a client could match it to nothing.
 type Multi struct {
 	AccountID uuid.UUID
 	To        []string // the SME destinations as the ESME wrote them

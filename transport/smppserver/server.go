@@ -57,6 +57,8 @@ type Submit struct {
 	// MessageID is the id the message takes (a long message's first parts were answered with
 	// it); nil: the send makes one.
 	MessageID uuid.UUID
+	// Receipt is the delivery receipt the ESME asked for (registered_delivery, receiptOf).
+	Receipt persistence.ReceiptMode
 }
 
 // Accepted is a submit the send took: durable and charged.

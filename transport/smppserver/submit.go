@@ -106,7 +106,21 @@ func readSubmit(p *smpp.PDU) (sub Submit, part bool, st smpp.Status) {
 	if err != nil {
 		return Submit{}, false, StatusInvDCS
 	}
-	return Submit{To: p.Dest, From: p.Source, Text: text}, false, smpp.StatusOK
+	return Submit{To: p.Dest, From: p.Source, Text: text, Receipt: receiptOf(p.RegisteredDelivery)}, false, smpp.StatusOK
+}
+
+// receiptOf is the SMSC delivery receipt a submit_sm's or data_sm's registered_delivery asks
+// for (SMPP 3.4 §5.2.17, bits 1-0): 0 none, 1 on the final outcome, 2 on failure only, and 3,
+// reserved, taken as 1. Its other bits (SME acknowledgements, intermediate notifications) ask
+// for what this server does not send.
+func receiptOf(registeredDelivery byte) persistence.ReceiptMode {
+	switch registeredDelivery & 0x03 {
+	case 0:
+		return persistence.ReceiptNone
+	case 2:
+		return persistence.ReceiptFailure
+	}
+	return persistence.ReceiptFinal
 }
 
 // statusOf is the submit_sm_resp status of a send's outcome.

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -135,4 +136,81 @@ func TestSMPPServerReceiptsLaterReceiver(t *testing.T) {
 		t.Errorf("the late receiver's receipt is of %s; want %s", got, id)
 	}
 	rx.answer(p, smpp.StatusOK)
+}
+
+// A submit_sm or data_sm is receipted as its registered_delivery asks (SMPP 3.4 §5.2.17):
+// 0 never, 1 on either outcome (3, reserved, the same), 2 only if the message failed. Receipts
+// come in the order their messages became final, so the first receipt after messages that owe
+// none became final proves none was queued for them.
+func TestSMPPServerRegisteredDelivery(t *testing.T) {
+	n := startNode(t, withEnv(fastSims, "TUMA_SMPP_SERVER_ADDR", "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS", "0"))
+	// Safaricom delivers every message; Airtel refuses every submit: the message fails.
+	if r := n.do("PATCH", "/admin/sim/airtel", `{"reject_rate": 1}`, adminAuth()...); r.Status != 200 {
+		t.Fatalf("PATCH /admin/sim/airtel = %d %s", r.Status, r.Body)
+	}
+	a := n.register("smpp-registered@example.com")
+	n.credit(a, "100")
+	systemID, password := n.smppCredential(a, map[string]any{})
+	e := dialESME(t, n.smpp)
+	if st := e.bind(smpp.BindTransceiver, systemID, password); st != smpp.StatusOK {
+		t.Fatalf("bind = %s", st)
+	}
+
+	what := map[string]string{} // message id → how it was sent, for the failures' messages
+	send := func(cmd smpp.CommandID, to string, rd byte) string {
+		t.Helper()
+		p := &smpp.PDU{Header: smpp.Header{ID: cmd}, DestTON: 1, DestNPI: 1, Dest: to, RegisteredDelivery: rd}
+		if cmd == smpp.DataSM {
+			p.TLVs = []smpp.TLV{{Tag: smpp.TagMessagePayload, Value: gsm7(t, "registered")}}
+		} else {
+			p.ShortMessage = gsm7(t, "registered")
+		}
+		seq := e.write(p)
+		r := e.read()
+		if r != nil && r.ID == smpp.DeliverSM {
+			rt, _ := smpp.ParseReceiptText(r.ShortMessage)
+			t.Fatalf("a receipt of %s (%s) came before the %s resp; none was asked for", rt.ID, what[rt.ID], cmd)
+		}
+		if r == nil || r.ID != cmd.Response() || r.Seq != seq || r.Status != smpp.StatusOK || r.MessageID == "" {
+			t.Fatalf("%s to %s = %+v; want ESME_ROK with a message id", cmd, to, r)
+		}
+		what[r.MessageID] = fmt.Sprintf("%s to %s, registered_delivery %d", cmd, to, rd)
+		return r.MessageID
+	}
+	final := func(id, status string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); n.smppMessage(a, id)["status"] != status; {
+			if time.Now().After(deadline) {
+				t.Fatalf("message %s (%s) is not %s within 20s", id, what[id], status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	receipt := func(id, stat string) {
+		t.Helper()
+		p, got := e.nextReceipt()
+		if got != id {
+			t.Fatalf("the next receipt is of %s (%s); want %s's (%s)", got, what[got], id, what[id])
+		}
+		if rt, _ := smpp.ParseReceiptText(p.ShortMessage); rt.Stat != stat {
+			t.Errorf("receipt of %s (%s) says %s; want %s", id, what[id], rt.Stat, stat)
+		}
+		e.answer(p, smpp.StatusOK)
+	}
+
+	// Owing no receipt: made final one after the other, before any message that owes one.
+	final(send(smpp.SubmitSM, "0712345678", 0), "delivered")
+	final(send(smpp.SubmitSM, "0733000001", 0), "failed")
+	final(send(smpp.DataSM, "0712345677", 0), "delivered")
+	final(send(smpp.SubmitSM, "0712345676", 0x10), "delivered") // an intermediate notification alone: no SMSC receipt
+	final(send(smpp.SubmitSM, "0712345675", 2), "delivered")    // delivered: no receipt on failure only
+	final(send(smpp.DataSM, "0712345674", 2), "delivered")
+
+	// Owing one: each is the next receipt.
+	receipt(send(smpp.SubmitSM, "0733000002", 2), "UNDELIV")
+	receipt(send(smpp.DataSM, "0733000003", 2), "UNDELIV")
+	receipt(send(smpp.SubmitSM, "0712345673", 1), "DELIVRD")
+	receipt(send(smpp.SubmitSM, "0733000004", 1), "UNDELIV")
+	receipt(send(smpp.DataSM, "0712345672", 1), "DELIVRD")
+	receipt(send(smpp.SubmitSM, "0712345671", 3), "DELIVRD")
 }

@@ -39,7 +39,7 @@ type smppSends struct{ sending *sms.Handler }
 
 func (s smppSends) Submit(ctx context.Context, sub smppserver.Submit) (smppserver.Accepted, error) {
 	a, err := s.sending.Send(ctx, auth.Principal{AccountID: sub.AccountID, Source: auth.SourceSMPP},
-		sms.SendInput{Recipients: []string{sub.To}, Message: sub.Text, SenderID: sub.From, MessageID: sub.MessageID}, nil)
+		sms.SendInput{Recipients: []string{sub.To}, Message: sub.Text, SenderID: sub.From, MessageID: sub.MessageID, Receipt: sub.Receipt}, nil)
 	if err != nil {
 		return smppserver.Accepted{}, smppRefusal(err)
 	}

@@ -47,6 +47,9 @@ type SendInput struct {
 	// MessageID, for a one-recipient send made by the SMPP server, is the id its message takes
 	// (actors.SendRequest.MessageID); never read from a request body.
 	MessageID uuid.UUID
+	// Receipt, for a send made by the SMPP server, is the delivery receipt its client asked
+	// for (actors.SendRequest.Receipt); never read from a request body.
+	Receipt persistence.ReceiptMode
 
 	// decoded holds a JSON body's recipients, parsed while the body was decoded (Recipients is
 	// then unused): a 10,000-number send is mostly that array, and going through []string

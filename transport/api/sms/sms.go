@@ -91,7 +91,8 @@ func (h *Handler) request(ctx context.Context, p auth.Principal, in SendInput, q
 		return c, actors.SendRequest{}, err
 	}
 	req := actors.SendRequest{AccountID: p.AccountID, Recipients: c.recipients, Message: c.message,
-		Source: string(p.Source), Reference: c.reference, Promotional: c.promotional, MessageID: in.MessageID}
+		Source: string(p.Source), Reference: c.reference, Promotional: c.promotional, MessageID: in.MessageID,
+		Receipt: in.Receipt}
 	if c.senderID == "" {
 		return c, req, nil
 	}
