@@ -36,12 +36,8 @@ type receiptsState struct {
 	// waiting for the buffer to fill; the flush that takes them ends it.
 	eager bool
 
-	// sent remembers which message each provider id of this shard belongs to, from its
-	// submission, so its receipt is written by primary key instead of through provider_refs.
-	// It is bounded: the oldest entries go first; a receipt that misses takes the lookup.
-	sent     map[lateKey]msgKey
-	sentRing []lateKey
-	sentNext int
+	// sent remembers which message each provider id of this shard belongs to (sentIDs).
+	sent *sentIDs
 
 	inbox inbox // flush results, kept across a respawn
 	// spare is the last written batch, emptied: the buffer's arrays once a flush takes all.
@@ -49,7 +45,7 @@ type receiptsState struct {
 }
 
 func newReceiptsState() *receiptsState {
-	return &receiptsState{buf: &receiptBatch{}, late: map[lateKey]time.Time{}, sent: map[lateKey]msgKey{}}
+	return &receiptsState{buf: &receiptBatch{}, late: map[lateKey]time.Time{}}
 }
 
 // To receipts.
@@ -86,30 +82,21 @@ type lateKey struct {
 
 type msgKey struct{ account, id uuid.UUID }
 
-// sentMemory bounds the provider ids a shard remembers: receipts mostly come within seconds,
-// and this covers about ten seconds of a shard's share at full speed (~100 bytes an entry).
-const sentMemory = 1 << 17
-
-// remember notes a submission's provider id, forgetting the oldest beyond sentMemory.
+// remember notes a submission's provider id (sentIDs.remember).
 func (st *receiptsState) remember(s persistence.Submitted) {
-	if st.sentRing == nil {
-		st.sentRing = make([]lateKey, sentMemory)
+	if st.sent == nil {
+		st.sent = newSentIDs(sentMemory)
 	}
-	if old := st.sentRing[st.sentNext]; old.providerID != "" {
-		delete(st.sent, old)
-	}
-	k := lateKey{s.ProviderID, s.Network}
-	st.sentRing[st.sentNext] = k
-	st.sentNext = (st.sentNext + 1) % len(st.sentRing)
-	st.sent[k] = msgKey{s.AccountID, s.MessageID}
+	st.sent.remember(s)
 }
 
 // keyed fills in the message a receipt is for, when this shard saw its submission.
 func (st *receiptsState) keyed(r persistence.Receipt) persistence.Receipt {
-	k := lateKey{r.ProviderID, r.Network}
-	if m, ok := st.sent[k]; ok {
+	if st.sent == nil {
+		return r
+	}
+	if m, ok := st.sent.take(lateKey{r.ProviderID, r.Network}); ok {
 		r.AccountID, r.MessageID = m.account, m.id
-		delete(st.sent, k) // a receipt is final: nothing more comes for this id
 	}
 	return r
 }
