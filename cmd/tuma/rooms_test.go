@@ -20,24 +20,31 @@ const (
 	maxCollaborators = 10
 )
 
-// packageLines counts the lines of each package folder's non-test Go files below root.
-func packageLines(t *testing.T, root string) map[string]int {
+// eachSource calls fn with the path and text of every non-test Go file below root.
+func eachSource(t *testing.T, root string, fn func(path string, src []byte)) {
 	t.Helper()
-	out := map[string]int{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
 		}
 		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
+		if err == nil {
+			fn(path, b)
 		}
-		out[filepath.ToSlash(filepath.Dir(path))] += bytes.Count(b, []byte("\n"))
-		return nil
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// packageLines counts the lines of each package folder's non-test Go files below root.
+func packageLines(t *testing.T, root string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	eachSource(t, root, func(path string, src []byte) {
+		out[filepath.ToSlash(filepath.Dir(path))] += bytes.Count(src, []byte("\n"))
+	})
 	return out
 }
 
@@ -121,25 +128,14 @@ func crowdedHandlers(t *testing.T, path string, src any) []string {
 func TestHandlerGroupsHoldFewCollaborators(t *testing.T) {
 	groups := 0
 	for _, root := range []string{"../../transport/api", "../../transport/web"} {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return err
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			if bytes.Contains(b, []byte("\ntype Handler struct")) || bytes.Contains(b, []byte("\ntype Pages struct")) {
+		eachSource(t, root, func(path string, src []byte) {
+			if bytes.Contains(src, []byte("\ntype Handler struct")) || bytes.Contains(src, []byte("\ntype Pages struct")) {
 				groups++
 			}
-			for _, c := range crowdedHandlers(t, path, b) {
+			for _, c := range crowdedHandlers(t, path, src) {
 				t.Errorf("%s holds more than %d collaborators: declare a smaller interface or split the group", c, maxCollaborators)
 			}
-			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	if groups < 15 {
 		t.Fatalf("found %d handler groups: the walk missed the tree", groups)

@@ -2,10 +2,8 @@ package smppserver
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/tuma-sms/tuma/carriers/smpp"
 )
@@ -46,21 +44,7 @@ func udhPart(seq uint32, ref byte, part byte, text string) *smpp.PDU {
 // bind ends are never sent.
 func TestConcatenatedSendFailsThenResent(t *testing.T) {
 	f := &flakySender{fails: 1}
-	s, err := New(Options{Addr: "127.0.0.1:0"}, Deps{Log: slog.New(slog.DiscardHandler), Binds: anyBind{}, Sender: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
-	nc := dial(t, s)
-	write(t, nc, &smpp.PDU{Header: smpp.Header{ID: smpp.BindTransceiver, Seq: 1}, SystemID: "x", Password: "pw"})
-	if r := readPDU(t, nc); r == nil || r.Status != smpp.StatusOK {
-		t.Fatalf("bind = %+v", r)
-	}
+	nc := bound(t, startWith(t, Options{}, f))
 	call := func(p *smpp.PDU) *smpp.PDU {
 		t.Helper()
 		write(t, nc, p)

@@ -1,10 +1,7 @@
 package smppserver
 
 import (
-	"context"
-	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/tuma-sms/tuma/carriers/smpp"
 	"github.com/tuma-sms/tuma/persistence"
@@ -27,21 +24,7 @@ func TestRegisteredDelivery(t *testing.T) {
 	}
 
 	f := &flakySender{}
-	s, err := New(Options{Addr: "127.0.0.1:0"}, Deps{Log: slog.New(slog.DiscardHandler), Binds: anyBind{}, Sender: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
-	nc := dial(t, s)
-	write(t, nc, &smpp.PDU{Header: smpp.Header{ID: smpp.BindTransceiver, Seq: 1}, SystemID: "x", Password: "pw"})
-	if r := readPDU(t, nc); r == nil || r.Status != smpp.StatusOK {
-		t.Fatalf("bind = %+v", r)
-	}
+	nc := bound(t, startWith(t, Options{}, f))
 	seq := uint32(1)
 	call := func(p *smpp.PDU, want smpp.Status) {
 		t.Helper()

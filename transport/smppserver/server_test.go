@@ -38,10 +38,13 @@ func (echoSender) SubmitMulti(_ context.Context, m Multi) (MultiAccepted, error)
 	return MultiAccepted{MessageID: "m-" + m.To[0]}, nil
 }
 
-func start(t testing.TB, opts Options) *Server {
+func start(t testing.TB, opts Options) *Server { return startWith(t, opts, echoSender{}) }
+
+// startWith starts a server on a free port whose sends go to sender; it shuts down with the test.
+func startWith(t testing.TB, opts Options, sender Sender) *Server {
 	t.Helper()
 	opts.Addr = "127.0.0.1:0"
-	s, err := New(opts, Deps{Log: slog.New(slog.DiscardHandler), Binds: anyBind{}, Sender: echoSender{}})
+	s, err := New(opts, Deps{Log: slog.New(slog.DiscardHandler), Binds: anyBind{}, Sender: sender})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +57,17 @@ func start(t testing.TB, opts Options) *Server {
 		}
 	})
 	return s
+}
+
+// bound dials s and binds a transceiver.
+func bound(t *testing.T, s *Server) net.Conn {
+	t.Helper()
+	nc := dial(t, s)
+	write(t, nc, &smpp.PDU{Header: smpp.Header{ID: smpp.BindTransceiver, Seq: 1}, SystemID: "x", Password: "pw"})
+	if r := readPDU(t, nc); r == nil || r.Status != smpp.StatusOK {
+		t.Fatalf("bind = %+v", r)
+	}
+	return nc
 }
 
 func dial(t *testing.T, s *Server) net.Conn {

@@ -333,8 +333,8 @@ func (a *App) startEngine(ctx context.Context) error {
 		ReceiptDeadline: cfg.ReceiptDeadline,
 		Faults:          cfg.Faults.engine(),
 		LowBalanceCents: cfg.LowBalanceCents,
-		HandOffBudget:   handOffBudget(cfg.HandOffMessages),
-		WaitingInline:   handOffBudget(cfg.WaitingMessages),
+		HandOffBudget:   messageBudget(cfg.HandOffMessages),
+		WaitingInline:   messageBudget(cfg.WaitingMessages),
 		CampaignWindow:  cfg.CampaignWindow,
 		JobWindow:       jobWindow(cfg.JobWindow),
 		BulkYield:       cfg.BulkAcceptYield,
@@ -365,9 +365,9 @@ func jobWindow(n int) int {
 	return n
 }
 
-// handOffBudget is TUMA_HANDOFF_MESSAGES (or TUMA_WAITING_MESSAGES) as the engine takes it:
+// messageBudget is TUMA_HANDOFF_MESSAGES or TUMA_WAITING_MESSAGES as the engine takes it:
 // 0 turns the budget's use off.
-func handOffBudget(n int) int64 {
+func messageBudget(n int) int64 {
 	if n == 0 {
 		return -1
 	}
