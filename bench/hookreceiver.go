@@ -5,11 +5,11 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -131,26 +131,19 @@ func verified(key []byte, h http.Header, body []byte) bool {
 	return false
 }
 
-type hookBody struct {
-	Events []struct {
-		ID        string    `json:"id"`
-		Type      string    `json:"type"`
-		CreatedAt time.Time `json:"created_at"`
-		Data      struct {
-			MessageID uuid.UUID `json:"message_id"`
-		} `json:"data"`
-	} `json:"events"`
-}
-
 func (r *hookReceiver) receive(w http.ResponseWriter, req *http.Request) {
 	now := time.Now()
 	n, _ := strconv.Atoi(req.PathValue("n"))
-	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<20))
-	if err != nil {
+	var buf bytes.Buffer
+	if req.ContentLength > 0 && req.ContentLength <= maxHookBody {
+		buf.Grow(int(req.ContentLength))
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(req.Body, maxHookBody)); err != nil {
 		r.count(func(c *hookCounts) { c.Broken++ })
 		http.Error(w, "incomplete body", http.StatusBadRequest)
 		return
 	}
+	body := buf.Bytes()
 	r.mu.Lock()
 	key := r.secrets[n]
 	r.mu.Unlock()
@@ -159,8 +152,36 @@ func (r *hookReceiver) receive(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return
 	}
-	var b hookBody
-	if err := json.Unmarshal(body, &b); err != nil || len(b.Events) == 0 {
+	events, err := scanHookBody(body, make([]hookEvent, 0, 128))
+	type arrival struct {
+		id      uint64
+		bit     uint8
+		created time.Time
+		message uuid.UUID
+	}
+	got := make([]arrival, len(events))
+	for i, e := range events {
+		if err != nil {
+			break
+		}
+		a := &got[i]
+		a.id = maphash.String(r.seed, e.ID)
+		if a.created, err = time.Parse(time.RFC3339, e.CreatedAt); err != nil {
+			break
+		}
+		switch e.Type {
+		case "message.sent":
+			a.bit = seenSent
+		case "message.delivered":
+			a.bit = seenDelivered
+		case "message.failed":
+			a.bit = seenFailed
+		}
+		if e.MessageID != "" {
+			a.message, err = uuid.Parse(e.MessageID)
+		}
+	}
+	if err != nil || len(events) == 0 {
 		r.count(func(c *hookCounts) { c.BadBodies++ })
 		http.Error(w, "bad body", http.StatusBadRequest)
 		return
@@ -171,36 +192,30 @@ func (r *hookReceiver) receive(w http.ResponseWriter, req *http.Request) {
 		r.first = now
 	}
 	r.stats.Deliveries++
-	for _, e := range b.Events {
+	for _, a := range got {
 		r.stats.Events++
-		h := maphash.String(r.seed, e.ID)
-		if _, dup := r.events[h]; dup {
+		if _, dup := r.events[a.id]; dup {
 			r.stats.Duplicates++
 			continue
 		}
-		r.events[h] = struct{}{}
+		r.events[a.id] = struct{}{}
 		r.stats.Unique++
 		r.last = now
-		r.lat = append(r.lat, now.Sub(e.CreatedAt))
-		var bit uint8
-		switch e.Type {
-		case "message.sent":
-			bit = seenSent
-		case "message.delivered":
-			bit = seenDelivered
-		case "message.failed":
-			bit = seenFailed
-		default:
+		r.lat = append(r.lat, now.Sub(a.created))
+		if a.bit == 0 {
 			continue
 		}
-		seen := r.messages[e.Data.MessageID]
-		if bit != seenSent && seen&seenSent == 0 {
+		seen := r.messages[a.message]
+		if a.bit != seenSent && seen&seenSent == 0 {
 			r.stats.OutOfOrder++
 		}
-		r.messages[e.Data.MessageID] = seen | bit
+		r.messages[a.message] = seen | a.bit
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// maxHookBody is the largest body the receiver reads.
+const maxHookBody = 64 << 20
 
 func (r *hookReceiver) count(f func(*hookCounts)) {
 	r.mu.Lock()

@@ -92,8 +92,14 @@ func TestHookReceiverCounts(t *testing.T) {
 	if got := post(`{"events":[`+ev("evt_4", "message.sent", m2)+`]}`, false); got != 401 {
 		t.Fatalf("a bad signature: %d, want 401", got)
 	}
+	for _, bad := range []string{`{"events":[{"id":1}]}`, `{"events":[]}`, `{"events":[` + ev("evt_5", "message.sent", "not-a-uuid") + `]}`,
+		`{"events":[{"id":"evt_6","type":"message.sent","created_at":"yesterday"}]}`, `{"events":[` + ev("evt_7", "message.sent", m2) + `]`} {
+		if got := post(bad, true); got != 400 {
+			t.Errorf("body %s: %d, want 400", bad, got)
+		}
+	}
 	c := rcv.stats
-	if c.Deliveries != 3 || c.Events != 4 || c.Unique != 3 || c.Duplicates != 1 || c.OutOfOrder != 1 || c.BadSignatures != 1 {
+	if c.Deliveries != 3 || c.Events != 4 || c.Unique != 3 || c.Duplicates != 1 || c.OutOfOrder != 1 || c.BadSignatures != 1 || c.BadBodies != 5 {
 		t.Fatalf("counts %+v", c)
 	}
 	sent, delivered, orphans := rcv.tally()
