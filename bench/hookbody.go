@@ -104,15 +104,7 @@ func (p *hookParser) peek() byte {
 
 // object reads {"key": value, …}, calling member with each key and the parser at its value.
 func (p *hookParser) object(member func(key []byte) error) error {
-	if p.peek() != '{' {
-		return p.fail("want an object")
-	}
-	p.i++
-	if p.peek() == '}' {
-		p.i++
-		return nil
-	}
-	for {
+	return p.list('{', '}', "an object", func() error {
 		if p.peek() != '"' {
 			return p.fail("want a key")
 		}
@@ -128,43 +120,37 @@ func (p *hookParser) object(member func(key []byte) error) error {
 			return p.fail("want :")
 		}
 		p.i++
-		if err := member(key); err != nil {
-			return err
-		}
-		switch p.peek() {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return nil
-		default:
-			return p.fail("want , or }")
-		}
-	}
+		return member(key)
+	})
 }
 
 // array reads [value, …], calling elem with the parser at each value.
 func (p *hookParser) array(elem func() error) error {
-	if p.peek() != '[' {
-		return p.fail("want an array")
+	return p.list('[', ']', "an array", elem)
+}
+
+// list reads open, items separated by commas, then closing; item reads one.
+func (p *hookParser) list(open, closing byte, what string, item func() error) error {
+	if p.peek() != open {
+		return p.fail("want " + what)
 	}
 	p.i++
-	if p.peek() == ']' {
+	if p.peek() == closing {
 		p.i++
 		return nil
 	}
 	for {
-		if err := elem(); err != nil {
+		if err := item(); err != nil {
 			return err
 		}
 		switch p.peek() {
 		case ',':
 			p.i++
-		case ']':
+		case closing:
 			p.i++
 			return nil
 		default:
-			return p.fail("want , or ]")
+			return p.fail("want , or " + string(closing))
 		}
 	}
 }
