@@ -78,6 +78,9 @@ type FlushResult struct {
 	Reused []ReusedID
 	// WebhookEvents counts the webhook events written with the transitions.
 	WebhookEvents int
+
+	remember []cachedMessage // for the webhook deliveries, once committed (webhookcache.go)
+	forget   []uuid.UUID
 }
 
 // FlushReceipts applies a batch of status transitions in one transaction: message rows,
@@ -91,6 +94,11 @@ func (s *Store) FlushReceipts(ctx context.Context, rb ReceiptBatch) (FlushResult
 		// A provider id seen before (a carrier repeating itself): COPY cannot skip it, the
 		// slower insert can.
 		res, err = s.flushReceipts(ctx, rb, false)
+	}
+	if err == nil {
+		s.hookCache.drop(res.forget)
+		s.hookCache.put(res.remember)
+		res.remember, res.forget = nil, nil
 	}
 	if err == nil && res.WebhookEvents > 0 {
 		s.hookEventsWritten()
@@ -125,6 +133,7 @@ func (s *Store) flushReceipts(ctx context.Context, rb ReceiptBatch, copyRefs boo
 		res.Jobs = agg.progress()
 		res.Reused = agg.reused
 		res.WebhookEvents = agg.hooks.n
+		res.remember, res.forget = agg.remember, agg.forget
 		res.Refunds, err = settle(ctx, tx, res.Jobs, s.faults, agg.hooks)
 		return err
 	})
@@ -141,6 +150,8 @@ type flushAggregate struct {
 	submitted int
 	matched   int
 	hooks     *hookEvents // the webhook events the transitions make
+	remember  []cachedMessage
+	forget    []uuid.UUID
 }
 
 func newFlushAggregate() *flushAggregate {
@@ -191,17 +202,22 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 			provider_status = CASE WHEN u.pid IS NULL THEN 'UNKNOWN' ELSE 'ENROUTE' END, sent_at = u.at
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) AS u(account_id, id, pid, at)
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'queued'
-		RETURNING m.job_id, m.account_id, m.network, m.id`, accts, ids, pids, ats)
+		RETURNING m.job_id, m.account_id, m.network, m.id`+agg.eventFields(sentEventFields), accts, ids, pids, ats)
 	if err != nil {
 		return fmt.Errorf("record submissions: %w", err)
 	}
+	var (
+		job, acct, id uuid.UUID
+		net           int16
+		ev            eventRow
+	)
+	dest := append([]any{&job, &acct, &net, &id}, agg.eventDest(&ev, sentEventFields)...)
 	for rows.Next() {
-		var job, acct, id uuid.UUID
-		var net int16
-		if err := rows.Scan(&job, &acct, &net, &id); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return err
 		}
+		agg.keep(acct, ev.message(id, job, net, ev.parts, ev.cost, MessageSent, nil))
 		agg.hooks.message(acct, id, EventMessageSent)
 		agg.job(job, acct).Sent++
 		agg.submitted++
@@ -235,6 +251,7 @@ func recordLateIDs(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flushA
 		return fmt.Errorf("record late provider ids: %w", err)
 	}
 	agg.matched += int(tag.RowsAffected())
+	agg.forget = append(agg.forget, ids...)
 	return nil
 }
 
@@ -325,8 +342,8 @@ func flushFailures(ctx context.Context, tx pgx.Tx, fails []Failure, agg *flushAg
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[]) AS u(account_id, id, ps, err, at),
 			LATERAL (SELECT status FROM messages WHERE account_id = u.account_id AND id = u.id) AS before
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status IN ('queued', 'sent')
-		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, before.status, m.created_at, m.failed_at, m.id`,
-		accts, ids, pss, errs, ats)
+		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, before.status, m.created_at, m.failed_at, m.id`+
+		agg.eventFields(finalEventFields), accts, ids, pss, errs, ats)
 	if err != nil {
 		return fmt.Errorf("record failures: %w", err)
 	}
@@ -380,7 +397,7 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 				ORDER BY r.generation DESC LIMIT 1) r ON true
 		WHERE m.account_id = r.account_id AND m.id = r.message_id AND m.status = 'sent'
 		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, 'sent', m.created_at,
-			coalesce(m.delivered_at, m.failed_at), m.id, u.delivered, u.pid`,
+			coalesce(m.delivered_at, m.failed_at), m.id, u.delivered, u.pid`+agg.eventFields(finalEventFields),
 		pids, nets, delivered, pss, errs, ats)
 	if err != nil {
 		return nil, fmt.Errorf("record receipts: %w", err)
@@ -455,6 +472,8 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matche
 	if key != nil {
 		dest = append(dest, &delivered, key)
 	}
+	var ev eventRow
+	dest = append(dest, agg.eventDest(&ev, finalEventFields)...)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -469,6 +488,11 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matche
 		if net > 0 && int(net) < carriers.NetworkSlots {
 			p.Finished[net]++
 		}
+		status := MessageFailed
+		if delivered {
+			status = MessageDelivered
+		}
+		agg.keep(acct, ev.message(id, job, net, parts, cost, status, &doneAt))
 		if delivered {
 			p.Delivered++
 			agg.hooks.message(acct, id, EventMessageDelivered)
@@ -522,7 +546,7 @@ func flushKeyedReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flu
 				AS u(account_id, id, pid, delivered, ps, err, at)
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'sent' AND m.provider_message_id = u.pid
 		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, 'sent', m.created_at,
-			coalesce(m.delivered_at, m.failed_at), m.id, u.delivered, m.id`,
+			coalesce(m.delivered_at, m.failed_at), m.id, u.delivered, m.id`+agg.eventFields(finalEventFields),
 		accts, ids, pids, delivered, pss, errs, ats)
 	if err != nil {
 		return nil, fmt.Errorf("record receipts by key: %w", err)

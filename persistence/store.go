@@ -22,7 +22,10 @@ type Options struct {
 	MaxConns    int32  // size of the general pool; 0 keeps pgx's default
 	AcceptConns int32  // size of the pool kept for accepting sends (default 4)
 	WebhookKey  []byte // seals webhook secrets at rest; empty: a fixed development key
-	Faults      Faults // deliberate defects, for the drills' own tests only (faults_on.go)
+	// WebhookCache is how many messages the node remembers from its status flushes for the
+	// webhook deliveries that describe them (webhookcache.go); 0 remembers none.
+	WebhookCache int
+	Faults       Faults // deliberate defects, for the drills' own tests only (faults_on.go)
 }
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
@@ -35,6 +38,8 @@ type Store struct {
 	log    *slog.Logger
 	faults Faults
 	hooks  hookView // which accounts want which webhook events (webhookview.go)
+	// hookCache is the messages recent flushes gave webhook events (webhookcache.go).
+	hookCache *hookCache
 }
 
 // Open connects to PostgreSQL, creating the database named in the URL if it does not exist.
@@ -71,7 +76,7 @@ func Open(ctx context.Context, opts Options, log *slog.Logger) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open accept pool: %w", err)
 	}
-	st := &Store{pool: pool, accept: accept, log: log, faults: opts.Faults}
+	st := &Store{pool: pool, accept: accept, log: log, faults: opts.Faults, hookCache: newHookCache(opts.WebhookCache)}
 	if st.hooks.aead, err = webhookAEAD(opts.WebhookKey); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("webhook key: %w", err)

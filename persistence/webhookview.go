@@ -165,6 +165,28 @@ func (h *hookEvents) message(account, id uuid.UUID, t EventType) {
 	}
 }
 
+// messageBits are the message event types' bits.
+func messageBits() int32 {
+	return EventMessageSent.bit() | EventMessageDelivered.bit() | EventMessageFailed.bit()
+}
+
+// wants says whether the account has an endpoint subscribed to a message event: its messages'
+// fields are then worth returning from a flush's updates, for the deliveries (webhookcache.go).
+func (h *hookEvents) wants(account uuid.UUID) bool {
+	if h == nil {
+		return false
+	}
+	for _, sub := range h.set.byAccount[account] {
+		if sub.mask&messageBits() != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// any says whether any account has an endpoint.
+func (h *hookEvents) any() bool { return h != nil && len(h.set.byAccount) > 0 }
+
 // queue adds the outbox rows to b: one per endpoint (more past maxChunk events).
 func (h *hookEvents) queue(b *pgx.Batch) {
 	if h == nil {

@@ -27,7 +27,7 @@ import (
 type Store interface {
 	ClaimWebhookDeliveries(ctx context.Context, c persistence.WebhookClaim) ([]persistence.WebhookDelivery, error)
 	FormWebhookDeliveries(ctx context.Context, c persistence.WebhookClaim, endpoint uuid.UUID, batch int) ([]persistence.WebhookDelivery, error)
-	WebhookMessages(ctx context.Context, accountID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]persistence.MessageEventData, error)
+	WebhookEventMessages(ctx context.Context, accountID uuid.UUID, events []persistence.WebhookEvent) (map[uuid.UUID]persistence.MessageEventData, error)
 	WebhookAttempted(ctx context.Context, a persistence.WebhookAttempt, failingLimit time.Duration) (*persistence.DisabledWebhook, error)
 	PruneWebhooks(ctx context.Context, before time.Time, limit int) (int64, error)
 	WebhookBacklog(ctx context.Context) (persistence.WebhookBacklog, error)
@@ -291,13 +291,7 @@ func (d *Deliverer) attempt(ctx context.Context, w persistence.WebhookDelivery) 
 
 // post sends the delivery once: the status it got (0: none) and its Retry-After.
 func (d *Deliverer) post(ctx context.Context, w persistence.WebhookDelivery) (int, time.Duration, error) {
-	var ids []uuid.UUID
-	for _, e := range w.Events {
-		if e.Type.IsMessage() {
-			ids = append(ids, e.MessageID)
-		}
-	}
-	msgs, err := d.store.WebhookMessages(ctx, w.AccountID, ids)
+	msgs, err := d.store.WebhookEventMessages(ctx, w.AccountID, w.Events)
 	if err != nil {
 		return 0, 0, err
 	}

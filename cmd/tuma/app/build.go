@@ -48,7 +48,7 @@ func (a *App) boot(ctx context.Context) (err error) {
 	cfg, log := a.cfg, a.log
 	a.front.SetStage("connecting to PostgreSQL")
 	a.store, err = persistence.Open(ctx, persistence.Options{URL: cfg.DatabaseURL, MaxConns: int32(cfg.DatabaseMaxConns), Faults: cfg.Faults.store(),
-		WebhookKey: webhookKey(cfg)}, log)
+		WebhookKey: webhookKey(cfg), WebhookCache: cfg.WebhookCache}, log)
 	if err != nil {
 		return fmt.Errorf("postgresql: %w: %w", errUnreachable, err)
 	}

@@ -111,6 +111,7 @@ type Config struct {
 	WebhookAllowPrivate bool            // webhooks may go to http:// and private addresses (tests, development)
 	WebhookSecretKey    string          // seals webhook secrets at rest; "" derives one from JWTSecret
 	WebhookLanes        int             // requests in flight per webhook endpoint
+	WebhookCache        int             // messages remembered from status flushes for webhook deliveries (0: none)
 	WebhookDisableAfter time.Duration   // an endpoint failing this long is disabled (0: never)
 
 	// publicDerived and dashboardDerived: the URLs were not configured and follow the address

@@ -1,0 +1,287 @@
+// A node's memory of the messages its own status flushes gave webhook events.
+//
+// A message event carries only its message's id; a delivery renders the message as it is. Read
+// back from PostgreSQL, 100 messages a delivery were the webhook path's costliest statement
+// under bulk load (bench/RESULTS.md, 2026-11-26 17:00), though the flush that wrote each event
+// had just had the row in hand. So a flush's updates return the fields an event shows, for
+// accounts with a subscription, and after the commit the node keeps them here, the last
+// Options.WebhookCache messages in a ring. A delivery takes a message from here when the
+// memory is as far along as its event (message.sent: any state; a final event: that final
+// state) and reads the rest, as before. Another node's flushes, and writers other than the
+// status flushes, leave this node's memory behind, never ahead: what it lacks is read.
+
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tuma-sms/tuma/carriers"
+)
+
+// hookCache is the ring of messages; a nil one remembers nothing.
+type hookCache struct {
+	mu    sync.Mutex
+	slots []cachedMessage
+	byID  map[uuid.UUID]int32
+	next  int
+	refs  map[uuid.UUID]*string // jobs' references (fixed at acceptance), a few thousand at most
+}
+
+// cachedMessage is a message as a committed flush left it.
+type cachedMessage struct {
+	account uuid.UUID
+	data    MessageEventData
+}
+
+// maxCachedRefs bounds the jobs whose reference is remembered; past it they start again.
+const maxCachedRefs = 4096
+
+func newHookCache(n int) *hookCache {
+	if n <= 0 {
+		return nil
+	}
+	return &hookCache{slots: make([]cachedMessage, 0, n), byID: make(map[uuid.UUID]int32, n),
+		refs: map[uuid.UUID]*string{}}
+}
+
+// put remembers messages a flush committed, each in place of its older self or of the oldest.
+func (c *hookCache) put(ms []cachedMessage) {
+	if c == nil || len(ms) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range ms {
+		if i, ok := c.byID[m.data.ID]; ok {
+			c.slots[i] = m
+			continue
+		}
+		if len(c.slots) < cap(c.slots) {
+			c.byID[m.data.ID] = int32(len(c.slots))
+			c.slots = append(c.slots, m)
+			continue
+		}
+		delete(c.byID, c.slots[c.next].data.ID)
+		c.slots[c.next] = m
+		c.byID[m.data.ID] = int32(c.next)
+		c.next = (c.next + 1) % len(c.slots)
+	}
+}
+
+// drop forgets messages a write changed behind the memory's back.
+func (c *hookCache) drop(ids []uuid.UUID) {
+	if c == nil || len(ids) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if i, ok := c.byID[id]; ok {
+			c.slots[i].data.ID = uuid.Nil // the slot stays in the ring, matching nothing
+			delete(c.byID, id)
+		}
+	}
+}
+
+// get is the account's message of e when the memory is as far along as e.
+func (c *hookCache) get(account uuid.UUID, e WebhookEvent) (MessageEventData, bool) {
+	if c == nil {
+		return MessageEventData{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i, ok := c.byID[e.MessageID]
+	if !ok || c.slots[i].account != account {
+		return MessageEventData{}, false
+	}
+	m := c.slots[i].data
+	switch e.Type {
+	case EventMessageSent:
+		return m, true
+	case EventMessageDelivered:
+		return m, m.Status == MessageDelivered
+	case EventMessageFailed:
+		return m, m.Status == MessageFailed
+	}
+	return MessageEventData{}, false
+}
+
+func (c *hookCache) ref(job uuid.UUID) (*string, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.refs[job]
+	return r, ok
+}
+
+func (c *hookCache) putRef(job uuid.UUID, ref *string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.refs) >= maxCachedRefs {
+		clear(c.refs)
+	}
+	c.refs[job] = ref
+}
+
+// WebhookEventMessages is the account's messages that the message events of a delivery
+// describe, by id: from this node's memory where it is as far along as the events, the rest
+// read (WebhookMessages).
+func (s *Store) WebhookEventMessages(ctx context.Context, accountID uuid.UUID, events []WebhookEvent) (map[uuid.UUID]MessageEventData, error) {
+	out := make(map[uuid.UUID]MessageEventData, len(events))
+	var read []uuid.UUID
+	unread := map[uuid.UUID]bool{}
+	for _, e := range events {
+		if !e.Type.IsMessage() || unread[e.MessageID] {
+			continue
+		}
+		if m, ok := s.hookCache.get(accountID, e); ok {
+			if _, seen := out[e.MessageID]; !seen {
+				out[e.MessageID] = m
+			}
+			continue
+		}
+		unread[e.MessageID] = true // a later event of a message the memory has an earlier state of
+		read = append(read, e.MessageID)
+	}
+	var jobs []uuid.UUID // of remembered messages, whose reference is not
+	for id, m := range out {
+		if unread[id] {
+			continue
+		}
+		if ref, ok := s.hookCache.ref(m.JobID); ok {
+			m.Reference = ref
+			out[id] = m
+		} else {
+			jobs = append(jobs, m.JobID)
+		}
+	}
+	if len(jobs) > 0 {
+		if err := s.readRefs(ctx, accountID, jobs); err != nil {
+			return nil, err
+		}
+		for id, m := range out {
+			if !unread[id] {
+				m.Reference, _ = s.hookCache.ref(m.JobID)
+				out[id] = m
+			}
+		}
+	}
+	if len(read) == 0 {
+		return out, nil
+	}
+	msgs, err := s.WebhookMessages(ctx, accountID, read)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range read {
+		if m, ok := msgs[id]; ok {
+			out[id] = m
+		} else {
+			delete(out, id) // gone (deleted with its account): the id is all there is
+		}
+	}
+	return out, nil
+}
+
+// readRefs remembers the references of the account's jobs.
+func (s *Store) readRefs(ctx context.Context, accountID uuid.UUID, jobs []uuid.UUID) error {
+	rows, err := s.pool.Query(ctx, `SELECT id, reference FROM jobs WHERE id = ANY($2::uuid[]) AND account_id = $1`, accountID, jobs)
+	if err != nil {
+		return fmt.Errorf("webhook references: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id uuid.UUID
+		var ref *string
+		if err := rows.Scan(&id, &ref); err != nil {
+			return fmt.Errorf("webhook references: %w", err)
+		}
+		s.hookCache.putRef(id, ref)
+	}
+	return rows.Err()
+}
+
+// eventRow is what a flush's update returns of a message for its events beyond what the
+// statement returns anyway, when an account of the flush has an endpoint.
+type eventRow struct {
+	recipient, sender string
+	campaign          *uuid.UUID
+	pid               *string
+	sentAt            *time.Time
+	ps                string
+	parts             int16 // the sent update's; the final ones return parts and cost already
+	cost              int64
+}
+
+// The updates' returned columns an event shows: the sent update adds parts and cost.
+const (
+	finalEventFields = `, m.recipient, m.sender, m.campaign_id, m.provider_message_id, m.sent_at, m.provider_status`
+	sentEventFields  = finalEventFields + `, m.parts, m.cost_cents`
+)
+
+// eventFields is the RETURNING tail for a statement of the flush: fields when an account has
+// an endpoint, else none.
+func (a *flushAggregate) eventFields(fields string) string {
+	if !a.hooks.any() {
+		return ""
+	}
+	return fields
+}
+
+// eventDest is where the tail scans.
+func (a *flushAggregate) eventDest(r *eventRow, fields string) []any {
+	if !a.hooks.any() {
+		return nil
+	}
+	d := []any{&r.recipient, &r.sender, &r.campaign, &r.pid, &r.sentAt, &r.ps}
+	if fields == sentEventFields {
+		d = append(d, &r.parts, &r.cost)
+	}
+	return d
+}
+
+// keep remembers a message the flush moved, for the deliveries of its events, when its
+// account wants them.
+func (a *flushAggregate) keep(account uuid.UUID, m MessageEventData) {
+	if a.hooks.wants(account) {
+		a.remember = append(a.remember, cachedMessage{account: account, data: m})
+	}
+}
+
+// message is the row as an event shows it, its pointers its own.
+func (r *eventRow) message(id, job uuid.UUID, net, parts int16, cost int64, st MessageStatus, done *time.Time) MessageEventData {
+	m := MessageEventData{ID: id, JobID: job, Recipient: r.recipient, Network: carriers.Network(net), Sender: r.sender,
+		Status: st, ProviderStatus: r.ps, Parts: int(parts), CostCents: cost}
+	if r.campaign != nil {
+		c := *r.campaign
+		m.CampaignID = &c
+	}
+	if r.pid != nil {
+		p := *r.pid
+		m.ProviderMessageID = &p
+	}
+	if r.sentAt != nil {
+		t := *r.sentAt
+		m.SentAt = &t
+	}
+	if done != nil {
+		t := *done
+		switch st {
+		case MessageDelivered:
+			m.DeliveredAt = &t
+		case MessageFailed:
+			m.FailedAt = &t
+		}
+	}
+	return m
+}

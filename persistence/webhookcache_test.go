@@ -1,0 +1,156 @@
+package persistence_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tuma-sms/tuma/carriers"
+	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/persistence/pgtest"
+)
+
+// A delivery renders a message from the node's memory of its own flushes when the memory is as
+// far along as the event, and reads it otherwise: another node's flush, an evicted message,
+// another account, a provider id that came late. Each message's recipient is changed behind
+// the store's back after the flushes, so the recipient a read shows says where it came from.
+func TestWebhookMessagesFromTheFlushesMemory(t *testing.T) {
+	_, url := pgtest.NewStore(t)
+	ctx := context.Background()
+	open := func(cache int) *persistence.Store {
+		s, err := persistence.Open(ctx, persistence.Options{URL: url, WebhookCache: cache}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	st, other := open(3), open(0)
+	acct, stranger := fundedAccount(t, st, 10_000), fundedAccount(t, st, 10_000)
+	newHook(t, st, acct, 100, "message.sent", "message.delivered", "message.failed")
+
+	ref := "order-77"
+	j := job(acct, 5)
+	j.Recipients, j.Units, j.CostCents, j.Inline, j.Reference = 5, 5, 5, nil, &ref
+	for i := range 5 {
+		j.Inline = append(j.Inline, persistence.NewMessage{ID: persistence.NewID(), Recipient: fmt.Sprintf("+2547%08d", i),
+			Network: carriers.Safaricom, Sender: "TUMA", Parts: 1, Encoding: carriers.GSM7, CostCents: 1})
+	}
+	j.NetworkCounts[carriers.Safaricom] = 5
+	if res, err := st.AcceptJobs(ctx, []persistence.NewJob{j}); err != nil || res[0].Err != nil {
+		t.Fatalf("accept: %v %+v", err, res)
+	}
+	ids := make([]uuid.UUID, 5)
+	for i := range ids {
+		ids[i] = j.Inline[i].ID
+	}
+	flush := func(s *persistence.Store, b persistence.ReceiptBatch) {
+		t.Helper()
+		if _, err := s.FlushReceipts(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub := func(i int, pid string, late bool) persistence.Submitted {
+		return persistence.Submitted{AccountID: acct, MessageID: ids[i], ProviderID: pid, Network: carriers.Safaricom, At: time.Now(), Late: late}
+	}
+	rcpt := func(i int, delivered bool) persistence.Receipt {
+		return persistence.Receipt{ProviderID: fmt.Sprintf("c-%d", i), Network: carriers.Safaricom, Delivered: delivered,
+			ProviderStatus: map[bool]string{true: "DELIVRD", false: "UNDELIV"}[delivered], At: time.Now()}
+	}
+	// 0 and 1 sent here; 0 delivered here, 1 on the other node. 2 sent with no provider id, which
+	// comes late. 3 and 4, sent here last, push the oldest two out of the three places.
+	flush(st, persistence.ReceiptBatch{Submitted: []persistence.Submitted{sub(0, "c-0", false), sub(1, "c-1", false), sub(2, "", false)}})
+	flush(st, persistence.ReceiptBatch{Receipts: []persistence.Receipt{rcpt(0, true)}})
+	flush(other, persistence.ReceiptBatch{Receipts: []persistence.Receipt{rcpt(1, false)}})
+	flush(st, persistence.ReceiptBatch{Submitted: []persistence.Submitted{sub(2, "c-2", true)}})
+	before, err := st.WebhookMessages(ctx, acct, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE messages SET recipient = '+254799999999' WHERE job_id = $1`, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	ev := func(i int, typ persistence.EventType) persistence.WebhookEvent {
+		return persistence.WebhookEvent{Type: typ, MessageID: ids[i]}
+	}
+	check := func(what string, e persistence.WebhookEvent, remembered bool) {
+		t.Helper()
+		got, err := st.WebhookEventMessages(ctx, acct, []persistence.WebhookEvent{e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := got[e.MessageID]
+		want := before[e.MessageID]
+		if !remembered {
+			want.Recipient = "+254799999999"
+		}
+		if show(m) != show(want) {
+			t.Errorf("%s: %+v\nwant %+v", what, m, want)
+		}
+		if m.Reference == nil || *m.Reference != ref {
+			t.Errorf("%s: reference %v, want %s", what, m.Reference, ref)
+		}
+	}
+	check("message.sent of one delivered here since", ev(0, persistence.EventMessageSent), true)
+	check("message.delivered written here", ev(0, persistence.EventMessageDelivered), true)
+	check("message.failed written on another node", ev(1, persistence.EventMessageFailed), false)
+	if got, err := st.WebhookEventMessages(ctx, acct, []persistence.WebhookEvent{ev(1, persistence.EventMessageSent)}); err != nil ||
+		got[ids[1]].Recipient != "+254700000001" || got[ids[1]].Status != persistence.MessageSent {
+		// Its message.sent renders the same from either (a sent event shows "sent").
+		t.Errorf("message.sent of that one: %+v (%v); want it from memory, as sent", got[ids[1]], err)
+	}
+	check("message.sent whose provider id came late", ev(2, persistence.EventMessageSent), false)
+
+	flush(st, persistence.ReceiptBatch{Submitted: []persistence.Submitted{sub(3, "c-3", false), sub(4, "c-4", false)}})
+	if _, err := conn.Exec(ctx, `UPDATE messages SET recipient = '+254788888888' WHERE id = ANY($1)`, ids[3:]); err != nil {
+		t.Fatal(err)
+	}
+	check("message.sent of one pushed out by newer ones", ev(0, persistence.EventMessageSent), false)
+	if got, err := st.WebhookEventMessages(ctx, stranger, []persistence.WebhookEvent{ev(3, persistence.EventMessageSent)}); err != nil || len(got) != 0 {
+		t.Errorf("another account reads %+v (%v); want nothing", got, err)
+	}
+	after, err := st.WebhookEventMessages(ctx, acct, []persistence.WebhookEvent{ev(3, persistence.EventMessageSent),
+		ev(4, persistence.EventMessageSent), ev(4, persistence.EventMessageDelivered)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := after[ids[3]]; m.Recipient != "+254799999999" || m.Status != persistence.MessageSent || m.ProviderMessageID == nil || *m.ProviderMessageID != "c-3" {
+		t.Errorf("message 3 %+v; want it as its flush left it", m)
+	}
+	if m := after[ids[4]]; m.Recipient != "+254788888888" {
+		t.Errorf("message 4 with a final event the memory has not seen: %+v; want it read", m)
+	}
+}
+
+// show is a message's fields, pointers followed, times in UTC.
+func show(m persistence.MessageEventData) string {
+	opt := func(v any) string {
+		switch v := v.(type) {
+		case *string:
+			if v != nil {
+				return *v
+			}
+		case *uuid.UUID:
+			if v != nil {
+				return v.String()
+			}
+		case *time.Time:
+			if v != nil {
+				return v.UTC().Format(time.RFC3339Nano)
+			}
+		}
+		return "-"
+	}
+	return fmt.Sprintln(m.ID, m.JobID, opt(m.CampaignID), opt(m.Reference), m.Recipient, m.Network, m.Sender, m.Status,
+		m.ProviderStatus, opt(m.ProviderMessageID), m.Parts, m.CostCents, opt(m.SentAt), opt(m.DeliveredAt), opt(m.FailedAt))
+}
