@@ -217,7 +217,7 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 			rows.Close()
 			return err
 		}
-		agg.keep(acct, ev.message(id, job, net, ev.parts, ev.cost, MessageSent, nil))
+		agg.keep(ev.slot(acct, id, job, net, ev.parts, ev.cost, MessageSent, nil))
 		agg.hooks.message(acct, id, EventMessageSent)
 		agg.job(job, acct).Sent++
 		agg.submitted++
@@ -492,7 +492,7 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matche
 		if delivered {
 			status = MessageDelivered
 		}
-		agg.keep(acct, ev.message(id, job, net, parts, cost, status, &doneAt))
+		agg.keep(ev.slot(acct, id, job, net, parts, cost, status, &doneAt))
 		if delivered {
 			p.Delivered++
 			agg.hooks.message(acct, id, EventMessageDelivered)
