@@ -197,12 +197,13 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 	// A submission whose answer never came (a timeout) is sent with no provider id: it may have
 	// reached the network, so it is neither resent nor refunded until the stale-sent sweep
 	// settles it.
+	tail := agg.eventFields(sentEventFields, accts)
 	rows, err := tx.Query(ctx, `
 		UPDATE messages m SET status = 'sent', provider_message_id = u.pid,
 			provider_status = CASE WHEN u.pid IS NULL THEN 'UNKNOWN' ELSE 'ENROUTE' END, sent_at = u.at
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) AS u(account_id, id, pid, at)
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'queued'
-		RETURNING m.job_id, m.account_id, m.network, m.id`+agg.eventFields(sentEventFields), accts, ids, pids, ats)
+		RETURNING m.job_id, m.account_id, m.network, m.id`+tail, accts, ids, pids, ats)
 	if err != nil {
 		return fmt.Errorf("record submissions: %w", err)
 	}
@@ -211,7 +212,7 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 		net           int16
 		ev            eventRow
 	)
-	dest := append([]any{&job, &acct, &net, &id}, agg.eventDest(&ev, sentEventFields)...)
+	dest := append([]any{&job, &acct, &net, &id}, eventDest(&ev, tail)...)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
@@ -337,17 +338,18 @@ func flushFailures(ctx context.Context, tx pgx.Tx, fails []Failure, agg *flushAg
 	for i, f := range fails {
 		accts[i], ids[i], pss[i], errs[i], ats[i] = f.AccountID, f.MessageID, f.ProviderStatus, f.Error, f.At
 	}
+	tail := agg.eventFields(finalEventFields, accts)
 	rows, err := tx.Query(ctx, `
 		UPDATE messages m SET status = 'failed', provider_status = u.ps, error = u.err, failed_at = u.at
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[]) AS u(account_id, id, ps, err, at),
 			LATERAL (SELECT status FROM messages WHERE account_id = u.account_id AND id = u.id) AS before
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status IN ('queued', 'sent')
 		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, before.status, m.created_at, m.failed_at, m.id`+
-		agg.eventFields(finalEventFields), accts, ids, pss, errs, ats)
+		tail, accts, ids, pss, errs, ats)
 	if err != nil {
 		return fmt.Errorf("record failures: %w", err)
 	}
-	return scanFinal(rows, agg, "submit", nil, nil)
+	return scanFinal(rows, agg, "submit", nil, nil, tail)
 }
 
 // receiptTransition is what a receipt does to a sent message, by provider id or by key;
@@ -387,6 +389,7 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 		pids, nets, delivered = append(pids, r.ProviderID), append(nets, int16(r.Network)), append(delivered, r.Delivered)
 		pss, errs, ats = append(pss, r.ProviderStatus), append(errs, r.Error), append(ats, r.At)
 	}
+	tail := agg.eventFields(finalEventFields, nil) // whose messages these are is not known yet
 	rows, err := tx.Query(ctx, receiptTransition+`
 		FROM unnest($1::text[], $2::smallint[], $3::boolean[], $4::text[], $5::text[], $6::timestamptz[])
 				AS u(pid, net, delivered, ps, err, at)
@@ -397,14 +400,14 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 				ORDER BY r.generation DESC LIMIT 1) r ON true
 		WHERE m.account_id = r.account_id AND m.id = r.message_id AND m.status = 'sent'
 		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, 'sent', m.created_at,
-			coalesce(m.delivered_at, m.failed_at), m.id, u.delivered, u.pid`+agg.eventFields(finalEventFields),
+			coalesce(m.delivered_at, m.failed_at), m.id, u.delivered, u.pid`+tail,
 		pids, nets, delivered, pss, errs, ats)
 	if err != nil {
 		return nil, fmt.Errorf("record receipts: %w", err)
 	}
 	matched := map[key]bool{}
 	var pid string
-	if err := scanFinal(rows, agg, "receipt", &pid, func(net int16) { matched[key{pid, carriers.Network(net)}] = true }); err != nil {
+	if err := scanFinal(rows, agg, "receipt", &pid, func(net int16) { matched[key{pid, carriers.Network(net)}] = true }, tail); err != nil {
 		return nil, fmt.Errorf("record receipts: %w", err)
 	}
 	if len(matched) == len(byKey) {
@@ -456,8 +459,8 @@ func flushReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flushAgg
 // scanFinal folds rows of messages that reached a final state into the aggregate. Rows are
 // (job, account, network, cost, parts, previous status, created_at, done_at, id); receipt rows
 // add (delivered, key), where key scans into the pointer given and matched runs after each row
-// with the message's network.
-func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matched func(network int16)) error {
+// with the message's network; then the statement's tail of event fields (eventFields), if any.
+func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matched func(network int16), tail string) error {
 	defer rows.Close()
 	// One set of destinations for every row: declared in the loop they escaped, row by row.
 	var (
@@ -473,7 +476,7 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matche
 		dest = append(dest, &delivered, key)
 	}
 	var ev eventRow
-	dest = append(dest, agg.eventDest(&ev, finalEventFields)...)
+	dest = append(dest, eventDest(&ev, tail)...)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -541,18 +544,19 @@ func flushKeyedReceipts(ctx context.Context, tx pgx.Tx, recs []Receipt, agg *flu
 	if len(keyed) == 0 {
 		return rest, nil
 	}
+	tail := agg.eventFields(finalEventFields, accts)
 	rows, err := tx.Query(ctx, receiptTransition+`
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::timestamptz[])
 				AS u(account_id, id, pid, delivered, ps, err, at)
 		WHERE m.account_id = u.account_id AND m.id = u.id AND m.status = 'sent' AND m.provider_message_id = u.pid
 		RETURNING m.job_id, m.account_id, m.network, m.cost_cents, m.parts, 'sent', m.created_at,
-			coalesce(m.delivered_at, m.failed_at), m.id, u.delivered, m.id`+agg.eventFields(finalEventFields),
+			coalesce(m.delivered_at, m.failed_at), m.id, u.delivered, m.id`+tail,
 		accts, ids, pids, delivered, pss, errs, ats)
 	if err != nil {
 		return nil, fmt.Errorf("record receipts by key: %w", err)
 	}
 	var id uuid.UUID
-	if err := scanFinal(rows, agg, "receipt", &id, func(int16) { delete(keyed, id) }); err != nil {
+	if err := scanFinal(rows, agg, "receipt", &id, func(int16) { delete(keyed, id) }, tail); err != nil {
 		return nil, fmt.Errorf("record receipts by key: %w", err)
 	}
 	// Not matched by key (already final, or resubmitted under another id): the provider-id

@@ -3,8 +3,9 @@
 // A message event carries only its message's id; a delivery renders the message as it is. Read
 // back from PostgreSQL, 100 messages a delivery were the webhook path's costliest statement
 // under bulk load (bench/RESULTS.md, 2026-11-26 17:00), though the flush that wrote each event
-// had just had the row in hand. So a flush's updates return the fields an event shows, for
-// accounts with a subscription, and after the commit the node keeps them here, the last
+// had just had the row in hand. So a flush's updates return the fields an event shows when an
+// account of theirs wants message events (by provider id, when any account does), and after
+// the commit the node keeps those accounts' messages here, the last
 // Options.WebhookCache messages in a ring. A delivery takes a message from here when the
 // memory is as far along as its event (message.sent: any state; a final event: that final
 // state) and reads the rest, as before. Another node's flushes, and writers other than the
@@ -84,7 +85,10 @@ func (r *eventRow) slot(account, id, job uuid.UUID, net, parts int16, cost int64
 	if done != nil {
 		c.doneAt = done.UnixNano()
 	}
-	return c, ok[0] && ok[1] && ok[2]
+	// Sent with no provider id (an unknown outcome): the id may come late, written by another
+	// shard's flush that could commit before this memory is kept. Read it when delivered.
+	late := st == MessageSent && !c.hasPid
+	return c, ok[0] && ok[1] && ok[2] && !late
 }
 
 // data is the slot as the message it holds.
@@ -241,12 +245,13 @@ func (s *Store) WebhookEventMessages(ctx context.Context, accountID uuid.UUID, e
 		}
 	}
 	if len(jobs) > 0 {
-		if err := s.readRefs(ctx, accountID, jobs); err != nil {
+		refs, err := s.readRefs(ctx, accountID, jobs)
+		if err != nil {
 			return nil, err
 		}
 		for id, m := range out {
-			if !unread[id] {
-				m.Reference, _ = s.hookCache.ref(m.JobID)
+			if r, ok := refs[m.JobID]; ok && !unread[id] {
+				m.Reference = r
 				out[id] = m
 			}
 		}
@@ -268,22 +273,24 @@ func (s *Store) WebhookEventMessages(ctx context.Context, accountID uuid.UUID, e
 	return out, nil
 }
 
-// readRefs remembers the references of the account's jobs.
-func (s *Store) readRefs(ctx context.Context, accountID uuid.UUID, jobs []uuid.UUID) error {
+// readRefs reads the references of the account's jobs, and remembers them.
+func (s *Store) readRefs(ctx context.Context, accountID uuid.UUID, jobs []uuid.UUID) (map[uuid.UUID]*string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, reference FROM jobs WHERE id = ANY($2::uuid[]) AND account_id = $1`, accountID, jobs)
 	if err != nil {
-		return fmt.Errorf("webhook references: %w", err)
+		return nil, fmt.Errorf("webhook references: %w", err)
 	}
 	defer rows.Close()
+	out := make(map[uuid.UUID]*string, len(jobs))
 	for rows.Next() {
 		var id uuid.UUID
 		var ref *string
 		if err := rows.Scan(&id, &ref); err != nil {
-			return fmt.Errorf("webhook references: %w", err)
+			return nil, fmt.Errorf("webhook references: %w", err)
 		}
+		out[id] = ref
 		s.hookCache.putRef(id, ref)
 	}
-	return rows.Err()
+	return out, rows.Err()
 }
 
 // eventRow is what a flush's update returns of a message for its events beyond what the
@@ -304,22 +311,33 @@ const (
 	sentEventFields  = finalEventFields + `, m.parts, m.cost_cents`
 )
 
-// eventFields is the RETURNING tail for a statement of the flush: fields when an account has
-// an endpoint, else none.
-func (a *flushAggregate) eventFields(fields string) string {
+// eventFields is the RETURNING tail of a statement over the accounts' messages: fields when
+// one of them wants message events (accounts nil: not known before the statement, so when any
+// account does), else none.
+func (a *flushAggregate) eventFields(fields string, accounts []uuid.UUID) string {
 	if !a.hooks.any() {
 		return ""
 	}
-	return fields
+	if accounts == nil {
+		return fields
+	}
+	seen := uuid.Nil
+	for _, acct := range accounts {
+		if acct != seen && a.hooks.wants(acct) {
+			return fields
+		}
+		seen = acct
+	}
+	return ""
 }
 
-// eventDest is where the tail scans.
-func (a *flushAggregate) eventDest(r *eventRow, fields string) []any {
-	if !a.hooks.any() {
+// eventDest is where a tail scans.
+func eventDest(r *eventRow, tail string) []any {
+	if tail == "" {
 		return nil
 	}
 	d := []any{&r.recipient, &r.sender, &r.campaign, &r.pid, &r.sentAt, &r.ps}
-	if fields == sentEventFields {
+	if tail == sentEventFields {
 		d = append(d, &r.parts, &r.cost)
 	}
 	return d

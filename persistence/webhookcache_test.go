@@ -154,3 +154,93 @@ func show(m persistence.MessageEventData) string {
 	return fmt.Sprintln(m.ID, m.JobID, opt(m.CampaignID), opt(m.Reference), m.Recipient, m.Network, m.Sender, m.Status,
 		m.ProviderStatus, opt(m.ProviderMessageID), m.Parts, m.CostCents, opt(m.SentAt), opt(m.DeliveredAt), opt(m.FailedAt))
 }
+
+// Every status write the flushes make is remembered (a receipt keyed by message, a failure at
+// submission), for accounts that want message events only: another account's messages, in the
+// same flushes, are read.
+func TestWebhookMessagesRememberedByEveryFlushPath(t *testing.T) {
+	_, url := pgtest.NewStore(t)
+	ctx := context.Background()
+	st, err := persistence.Open(ctx, persistence.Options{URL: url, WebhookCache: 100}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	acct, quiet, other := fundedAccount(t, st, 10_000), fundedAccount(t, st, 10_000), fundedAccount(t, st, 10_000)
+	newHook(t, st, acct, 100, "message.sent", "message.delivered", "message.failed")
+	newHook(t, st, other, 100, "wallet.low_balance") // an endpoint, but for no message event
+	accepted := func(a uuid.UUID, n int) []uuid.UUID {
+		j := job(a, int64(n))
+		j.Recipients, j.Units, j.CostCents, j.Inline = n, int64(n), int64(n), nil
+		var ids []uuid.UUID
+		for i := range n {
+			id := persistence.NewID()
+			j.Inline = append(j.Inline, persistence.NewMessage{ID: id, Recipient: fmt.Sprintf("+2547%08d", i),
+				Network: carriers.Safaricom, Sender: "TUMA", Parts: 1, Encoding: carriers.GSM7, CostCents: 1})
+			ids = append(ids, id)
+		}
+		j.NetworkCounts[carriers.Safaricom] = n
+		if res, err := st.AcceptJobs(ctx, []persistence.NewJob{j}); err != nil || res[0].Err != nil {
+			t.Fatalf("accept: %v %+v", err, res)
+		}
+		return ids
+	}
+	mine, theirs, others := accepted(acct, 2), accepted(quiet, 1), accepted(other, 1)
+	now := time.Now()
+	var b persistence.ReceiptBatch
+	for i, m := range []struct{ acct, id uuid.UUID }{{acct, mine[0]}, {quiet, theirs[0]}, {other, others[0]}} {
+		b.Submitted = append(b.Submitted, persistence.Submitted{AccountID: m.acct, MessageID: m.id, ProviderID: fmt.Sprintf("k-%d", i),
+			Network: carriers.Safaricom, At: now})
+	}
+	b.Failed = []persistence.Failure{{AccountID: acct, MessageID: mine[1], ProviderStatus: "REJECTD", Error: "invalid destination", At: now}}
+	if _, err := st.FlushReceipts(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	keyed := persistence.ReceiptBatch{}
+	for i, m := range []struct{ acct, id uuid.UUID }{{acct, mine[0]}, {quiet, theirs[0]}, {other, others[0]}} {
+		keyed.Receipts = append(keyed.Receipts, persistence.Receipt{ProviderID: fmt.Sprintf("k-%d", i), Network: carriers.Safaricom,
+			Delivered: true, ProviderStatus: "DELIVRD", At: now, AccountID: m.acct, MessageID: m.id})
+	}
+	if _, err := st.FlushReceipts(ctx, keyed); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE messages SET recipient = '+254799999999'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		what       string
+		acct       uuid.UUID
+		e          persistence.WebhookEvent
+		remembered bool
+	}{
+		{"delivered by a receipt keyed by message", acct, persistence.WebhookEvent{Type: persistence.EventMessageDelivered, MessageID: mine[0]}, true},
+		{"failed at submission", acct, persistence.WebhookEvent{Type: persistence.EventMessageFailed, MessageID: mine[1]}, true},
+		{"an account without an endpoint", quiet, persistence.WebhookEvent{Type: persistence.EventMessageDelivered, MessageID: theirs[0]}, false},
+		{"an account with no message event subscribed", other, persistence.WebhookEvent{Type: persistence.EventMessageDelivered, MessageID: others[0]}, false},
+	} {
+		got, err := st.WebhookEventMessages(ctx, tt.acct, []persistence.WebhookEvent{tt.e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := got[tt.e.MessageID]
+		if remembered := m.Recipient != "+254799999999"; remembered != tt.remembered || m.ID != tt.e.MessageID {
+			t.Errorf("%s: %+v; want remembered %v", tt.what, m, tt.remembered)
+		}
+		if tt.remembered {
+			read, err := st.WebhookMessages(ctx, tt.acct, []uuid.UUID{tt.e.MessageID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := read[tt.e.MessageID]
+			want.Recipient = m.Recipient
+			if show(m) != show(want) {
+				t.Errorf("%s: remembered %s, the row reads %s", tt.what, show(m), show(want))
+			}
+		}
+	}
+}
