@@ -176,16 +176,20 @@ func (c *hookCache) get(account uuid.UUID, e WebhookEvent) (MessageEventData, bo
 		return MessageEventData{}, false
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	i, ok := c.byID[e.MessageID]
-	if !ok || c.slots[i].account != account {
+	var slot cachedMessage
+	if ok {
+		slot = c.slots[i] // a copy: made into a message outside the lock
+	}
+	c.mu.Unlock()
+	if !ok || slot.account != account {
 		return MessageEventData{}, false
 	}
-	switch st := c.slots[i].status; {
+	switch st := slot.status; {
 	case e.Type == EventMessageSent,
 		e.Type == EventMessageDelivered && st == MessageDelivered,
 		e.Type == EventMessageFailed && st == MessageFailed:
-		return c.slots[i].data(), true
+		return slot.data(), true
 	}
 	return MessageEventData{}, false
 }
