@@ -35,20 +35,7 @@ func TestWebhookMessagesFromTheFlushesMemory(t *testing.T) {
 	newHook(t, st, acct, 100, "message.sent", "message.delivered", "message.failed")
 
 	ref := "order-77"
-	j := job(acct, 5)
-	j.Recipients, j.Units, j.CostCents, j.Inline, j.Reference = 5, 5, 5, nil, &ref
-	for i := range 5 {
-		j.Inline = append(j.Inline, persistence.NewMessage{ID: persistence.NewID(), Recipient: fmt.Sprintf("+2547%08d", i),
-			Network: carriers.Safaricom, Sender: "TUMA", Parts: 1, Encoding: carriers.GSM7, CostCents: 1})
-	}
-	j.NetworkCounts[carriers.Safaricom] = 5
-	if res, err := st.AcceptJobs(ctx, []persistence.NewJob{j}); err != nil || res[0].Err != nil {
-		t.Fatalf("accept: %v %+v", err, res)
-	}
-	ids := make([]uuid.UUID, 5)
-	for i := range ids {
-		ids[i] = j.Inline[i].ID
-	}
+	jobID, ids := acceptMessages(t, st, acct, 5, &ref)
 	flush := func(s *persistence.Store, b persistence.ReceiptBatch) {
 		t.Helper()
 		if _, err := s.FlushReceipts(ctx, b); err != nil {
@@ -77,7 +64,7 @@ func TestWebhookMessagesFromTheFlushesMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE messages SET recipient = '+254799999999' WHERE job_id = $1`, j.ID); err != nil {
+	if _, err := conn.Exec(ctx, `UPDATE messages SET recipient = '+254799999999' WHERE job_id = $1`, jobID); err != nil {
 		t.Fatal(err)
 	}
 	ev := func(i int, typ persistence.EventType) persistence.WebhookEvent {
@@ -132,6 +119,26 @@ func TestWebhookMessagesFromTheFlushesMemory(t *testing.T) {
 	}
 }
 
+// acceptMessages accepts a job of n messages for the account, with the reference given; it
+// returns the job's id and the messages'.
+func acceptMessages(t *testing.T, st *persistence.Store, acct uuid.UUID, n int, ref *string) (uuid.UUID, []uuid.UUID) {
+	t.Helper()
+	j := job(acct, int64(n))
+	j.Recipients, j.Units, j.CostCents, j.Inline, j.Reference = n, int64(n), int64(n), nil, ref
+	var ids []uuid.UUID
+	for i := range n {
+		id := persistence.NewID()
+		j.Inline = append(j.Inline, persistence.NewMessage{ID: id, Recipient: fmt.Sprintf("+2547%08d", i),
+			Network: carriers.Safaricom, Sender: "TUMA", Parts: 1, Encoding: carriers.GSM7, CostCents: 1})
+		ids = append(ids, id)
+	}
+	j.NetworkCounts[carriers.Safaricom] = n
+	if res, err := st.AcceptJobs(context.Background(), []persistence.NewJob{j}); err != nil || res[0].Err != nil {
+		t.Fatalf("accept: %v %+v", err, res)
+	}
+	return j.ID, ids
+}
+
 // show is a message's fields, pointers followed, times in UTC.
 func show(m persistence.MessageEventData) string {
 	opt := func(v any) string {
@@ -169,23 +176,9 @@ func TestWebhookMessagesRememberedByEveryFlushPath(t *testing.T) {
 	acct, quiet, other := fundedAccount(t, st, 10_000), fundedAccount(t, st, 10_000), fundedAccount(t, st, 10_000)
 	newHook(t, st, acct, 100, "message.sent", "message.delivered", "message.failed")
 	newHook(t, st, other, 100, "wallet.low_balance") // an endpoint, but for no message event
-	accepted := func(a uuid.UUID, n int) []uuid.UUID {
-		j := job(a, int64(n))
-		j.Recipients, j.Units, j.CostCents, j.Inline = n, int64(n), int64(n), nil
-		var ids []uuid.UUID
-		for i := range n {
-			id := persistence.NewID()
-			j.Inline = append(j.Inline, persistence.NewMessage{ID: id, Recipient: fmt.Sprintf("+2547%08d", i),
-				Network: carriers.Safaricom, Sender: "TUMA", Parts: 1, Encoding: carriers.GSM7, CostCents: 1})
-			ids = append(ids, id)
-		}
-		j.NetworkCounts[carriers.Safaricom] = n
-		if res, err := st.AcceptJobs(ctx, []persistence.NewJob{j}); err != nil || res[0].Err != nil {
-			t.Fatalf("accept: %v %+v", err, res)
-		}
-		return ids
-	}
-	mine, theirs, others := accepted(acct, 2), accepted(quiet, 1), accepted(other, 1)
+	_, mine := acceptMessages(t, st, acct, 2, nil)
+	_, theirs := acceptMessages(t, st, quiet, 1, nil)
+	_, others := acceptMessages(t, st, other, 1, nil)
 	now := time.Now()
 	var b persistence.ReceiptBatch
 	for i, m := range []struct{ acct, id uuid.UUID }{{acct, mine[0]}, {quiet, theirs[0]}, {other, others[0]}} {
