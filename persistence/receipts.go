@@ -218,7 +218,9 @@ func flushSubmitted(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *flush
 			rows.Close()
 			return err
 		}
-		agg.keep(ev.slot(acct, id, job, net, ev.parts, ev.cost, MessageSent, nil))
+		if tail != "" { // the statement returned what an event shows: an account of the batch wants them
+			agg.keep(ev.slot(acct, id, job, net, ev.parts, ev.cost, MessageSent, nil))
+		}
 		agg.hooks.message(acct, id, EventMessageSent)
 		agg.job(job, acct).Sent++
 		agg.submitted++
@@ -495,7 +497,9 @@ func scanFinal(rows pgx.Rows, agg *flushAggregate, stage string, key any, matche
 		if delivered {
 			status = MessageDelivered
 		}
-		agg.keep(ev.slot(acct, id, job, net, parts, cost, status, &doneAt))
+		if tail != "" {
+			agg.keep(ev.slot(acct, id, job, net, parts, cost, status, &doneAt))
+		}
 		if delivered {
 			p.Delivered++
 			agg.hooks.message(acct, id, EventMessageDelivered)

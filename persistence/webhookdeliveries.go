@@ -98,19 +98,6 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, c WebhookClaim) ([]W
 	return out, errors.Join(errs...)
 }
 
-// FormWebhookDeliveries forms up to c.Limit new deliveries of one endpoint from the outbox, as
-// ClaimWebhookDeliveries would, each leased to the caller: what a node does the moment an
-// attempt to that endpoint succeeds (a lane is free and its held events may go), so that an
-// endpoint's deliveries follow one another without waiting for a round. batch is the
-// endpoint's batch size (WebhookDelivery.BatchSize). Another node or round forming for the
-// endpoint at the same moment makes it form none.
-func (s *Store) FormWebhookDeliveries(ctx context.Context, c WebhookClaim, endpoint uuid.UUID, batch int) ([]WebhookDelivery, error) {
-	if c.Limit <= 0 || batch <= 0 {
-		return nil, nil
-	}
-	return s.form(ctx, formCandidate{endpoint: endpoint, batch: batch}, c.Limit, c)
-}
-
 const deliveryClaimColumns = `d.id, d.endpoint_id, d.account_id, d.attempts, d.created_at, d.event_seqs, d.event_types,
 	d.event_times, d.message_ids, d.event_data::text[], e.url, e.secret, CASE WHEN e.old_secret_until > now() THEN e.old_secret END,
 	e.batch_size, d.lease_until`
@@ -180,7 +167,7 @@ func (s *Store) scanClaimed(row pgx.Row) (WebhookDelivery, error) {
 	d.Events = make([]WebhookEvent, len(seqs))
 	for i := range seqs {
 		d.Events[i] = WebhookEvent{Seq: seqs[i], Type: eventTypeOf(types[i]), CreatedAt: times[i], MessageID: msgs[i]}
-		if data[i] != "null" {
+		if i < len(data) && data[i] != "null" {
 			d.Events[i].Data = json.RawMessage(data[i])
 		}
 	}
@@ -233,102 +220,112 @@ type outboxChunk struct {
 	data    []byte
 }
 
-// form makes up to room new deliveries of one endpoint, under its row lock (another node
-// forming for it at the same moment skips it).
+// form makes up to room new deliveries of one endpoint, in a transaction of their own.
 func (s *Store) form(ctx context.Context, cand formCandidate, room int, c WebhookClaim) ([]WebhookDelivery, error) {
 	var out []WebhookDelivery
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
-		out = nil
-		need := min(room, c.Lanes) * cand.batch
-		var (
-			d               WebhookDelivery
-			locked, failing bool
-			pending         int
-			held            []uuid.UUID
-			cur, prev       []byte
-			chunks          []outboxChunk
-		)
-		b := &pgx.Batch{}
-		b.Queue(`SELECT account_id, url, secret, CASE WHEN old_secret_until > now() THEN old_secret END, now() + $2::interval
-			FROM webhook_endpoints WHERE id = $1 AND enabled FOR UPDATE SKIP LOCKED`, cand.endpoint, c.Lease).QueryRow(func(r pgx.Row) error {
-			err := r.Scan(&d.AccountID, &d.URL, &cur, &prev, &d.LeaseUntil)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			locked = err == nil
-			return err
-		})
-		b.Queue(`SELECT count(*), coalesce(bool_or(attempts > 0), false),
-				coalesce((SELECT array_agg(h) FROM webhook_deliveries x, unnest(x.holds) h
-					WHERE x.endpoint_id = $1 AND x.status = 'pending'), '{}')
-			FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, cand.endpoint).QueryRow(func(r pgx.Row) error {
-			return r.Scan(&pending, &failing, &held)
-		})
-		// The oldest rows up to those holding need events: a row holds a status flush's events
-		// (hundreds), so reading need rows whole read a hundred times what a form takes. Only
-		// the rows kept are sliced (their arrays detoasted). Twice need: as many events again may
-		// be held (a message's later events behind its message.sent in a pending delivery).
-		b.Queue(`SELECT id, created_at, taken, n, types[taken + 1 : taken + $2],
-				coalesce(message_ids[taken + 1 : taken + $2], '{}'), data
-			FROM (SELECT *, cardinality(types) AS n, sum(cardinality(types) - taken) OVER (ORDER BY id) AS upto
-				FROM (SELECT * FROM webhook_events WHERE endpoint_id = $1 ORDER BY id LIMIT $2) f) w
-			WHERE upto - (n - taken) < 2 * $2 ORDER BY id`, cand.endpoint, need).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var k outboxChunk
-				if err := rows.Scan(&k.id, &k.created, &k.taken, &k.total, &k.types, &k.msgs, &k.data); err != nil {
-					return err
-				}
-				chunks = append(chunks, k)
-			}
-			return rows.Err()
-		})
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		if !locked || failing || pending >= c.Lanes {
-			return nil
-		}
-		for _, sealed := range [][]byte{cur, prev} {
-			if sealed != nil {
-				sec, err := s.open(sealed)
-				if err != nil {
-					return fmt.Errorf("%w: %w", ErrSealed, err)
-				}
-				d.Secrets = append(d.Secrets, sec)
-			}
-		}
-		d.EndpointID, d.BatchSize = cand.endpoint, cand.batch
-		batches, taken := cutBatches(chunks, held, min(room, c.Lanes-pending), cand.batch)
-		if len(batches) == 0 {
-			return nil
-		}
-		w := &pgx.Batch{}
-		for _, k := range chunks {
-			places, ok := taken[k.id]
-			if !ok {
-				continue
-			}
-			switch prefix, marks := consumed(k, places); {
-			case prefix >= k.total:
-				w.Queue(`DELETE FROM webhook_events WHERE id = $1`, k.id)
-			case len(marks) == 0:
-				w.Queue(`UPDATE webhook_events SET taken = $2 WHERE id = $1`, k.id, prefix)
-			default:
-				w.Queue(`UPDATE webhook_events SET taken = $2, types = (SELECT array_agg(CASE WHEN i = ANY($3::int[]) THEN $4::smallint
-						ELSE t END ORDER BY i) FROM unnest(types) WITH ORDINALITY u(t, i))
-					WHERE id = $1`, k.id, prefix, marks, takenMark)
-			}
-		}
-		for _, evs := range batches {
-			dd := d
-			dd.ID, dd.Events = NewID(), evs
-			queueDelivery(w, dd)
-			out = append(out, dd)
-		}
-		return tx.SendBatch(ctx, w).Close()
+		var err error
+		out, err = s.formIn(ctx, tx, &pgx.Batch{}, cand, room, c)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("form webhook deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// formIn makes up to room new deliveries of one endpoint in tx, under its row lock (another
+// node forming for it at the same moment skips it). b holds what to send first in the same
+// round trip (a success's record, whose lane the new deliveries take).
+func (s *Store) formIn(ctx context.Context, tx pgx.Tx, b *pgx.Batch, cand formCandidate, room int, c WebhookClaim) ([]WebhookDelivery, error) {
+	need := min(room, c.Lanes) * cand.batch
+	var (
+		out             []WebhookDelivery
+		d               WebhookDelivery
+		locked, failing bool
+		pending         int
+		held            []uuid.UUID
+		cur, prev       []byte
+		chunks          []outboxChunk
+	)
+	b.Queue(`SELECT account_id, url, secret, CASE WHEN old_secret_until > now() THEN old_secret END, now() + $2::interval
+		FROM webhook_endpoints WHERE id = $1 AND enabled FOR UPDATE SKIP LOCKED`, cand.endpoint, c.Lease).QueryRow(func(r pgx.Row) error {
+		err := r.Scan(&d.AccountID, &d.URL, &cur, &prev, &d.LeaseUntil)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		locked = err == nil
+		return err
+	})
+	b.Queue(`SELECT count(*), coalesce(bool_or(attempts > 0), false),
+			coalesce((SELECT array_agg(h) FROM webhook_deliveries x, unnest(x.holds) h
+				WHERE x.endpoint_id = $1 AND x.status = 'pending'), '{}')
+		FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, cand.endpoint).QueryRow(func(r pgx.Row) error {
+		return r.Scan(&pending, &failing, &held)
+	})
+	// The oldest rows up to those holding need events: a row holds a status flush's events
+	// (hundreds), so reading need rows whole read a hundred times what a form takes. Only
+	// the rows kept are sliced (their arrays detoasted). Twice need: as many events again may
+	// be held (a message's later events behind its message.sent in a pending delivery).
+	b.Queue(`SELECT id, created_at, taken, n, types[taken + 1 : taken + $2],
+			coalesce(message_ids[taken + 1 : taken + $2], '{}'), data
+		FROM (SELECT *, cardinality(types) AS n, sum(cardinality(types) - taken) OVER (ORDER BY id) AS upto
+			FROM (SELECT * FROM webhook_events WHERE endpoint_id = $1 ORDER BY id LIMIT $2) f) w
+		WHERE upto - (n - taken) < 2 * $2 ORDER BY id`, cand.endpoint, need).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var k outboxChunk
+			if err := rows.Scan(&k.id, &k.created, &k.taken, &k.total, &k.types, &k.msgs, &k.data); err != nil {
+				return err
+			}
+			chunks = append(chunks, k)
+		}
+		return rows.Err()
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	if !locked || failing || pending >= c.Lanes {
+		return nil, nil
+	}
+	for _, sealed := range [][]byte{cur, prev} {
+		if sealed != nil {
+			sec, err := s.open(sealed)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrSealed, err)
+			}
+			d.Secrets = append(d.Secrets, sec)
+		}
+	}
+	d.EndpointID, d.BatchSize = cand.endpoint, cand.batch
+	batches, taken := cutBatches(chunks, held, min(room, c.Lanes-pending), cand.batch)
+	if len(batches) == 0 {
+		return nil, nil
+	}
+	w := &pgx.Batch{}
+	for _, k := range chunks {
+		places, ok := taken[k.id]
+		if !ok {
+			continue
+		}
+		switch prefix, marks := consumed(k, places); {
+		case prefix >= k.total:
+			w.Queue(`DELETE FROM webhook_events WHERE id = $1`, k.id)
+		case len(marks) == 0:
+			w.Queue(`UPDATE webhook_events SET taken = $2 WHERE id = $1`, k.id, prefix)
+		default:
+			w.Queue(`UPDATE webhook_events SET taken = $2, types = (SELECT array_agg(CASE WHEN i = ANY($3::int[]) THEN $4::smallint
+					ELSE t END ORDER BY i) FROM unnest(types) WITH ORDINALITY u(t, i))
+				WHERE id = $1`, k.id, prefix, marks, takenMark)
+		}
+	}
+	for _, evs := range batches {
+		dd := d
+		dd.ID, dd.Events = NewID(), evs
+		queueDelivery(w, dd)
+		out = append(out, dd)
+	}
+	if err := tx.SendBatch(ctx, w).Close(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -423,10 +420,17 @@ func consumed(k outboxChunk, places []int) (prefix int, marks []int) {
 // queueDelivery inserts a delivery leased to the node that formed it, until d.LeaseUntil.
 func queueDelivery(b *pgx.Batch, d WebhookDelivery) {
 	n := len(d.Events)
-	seqs, types, times, msgs, data := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]uuid.UUID, n), make([]string, n)
+	seqs, types, times, msgs := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]uuid.UUID, n)
+	data := []string{} // none when every event is a message's (as a status flush's are): no jsonb to parse
 	var holds []uuid.UUID
 	for i, e := range d.Events {
-		seqs[i], types[i], times[i], msgs[i], data[i] = e.Seq, e.Type.code(), e.CreatedAt, e.MessageID, "null"
+		seqs[i], types[i], times[i], msgs[i] = e.Seq, e.Type.code(), e.CreatedAt, e.MessageID
+		if e.Data != nil && len(data) == 0 {
+			data = make([]string, n)
+			for j := range data {
+				data[j] = "null"
+			}
+		}
 		if e.Data != nil {
 			data[i] = string(e.Data)
 		}
@@ -438,127 +442,4 @@ func queueDelivery(b *pgx.Batch, d WebhookDelivery) {
 			event_data, holds, next_attempt_at, lease_until)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[]::jsonb[], $9, now(), $10)`,
 		d.ID, d.EndpointID, d.AccountID, seqs, types, times, msgs, data, holds, d.LeaseUntil)
-}
-
-// WebhookAttempt is the outcome of one attempt.
-type WebhookAttempt struct {
-	DeliveryID, EndpointID uuid.UUID
-	LeaseUntil             time.Time // the claim it was made under (WebhookDelivery.LeaseUntil)
-	At                     time.Time
-	Duration               time.Duration
-	StatusCode             int // 0: no response
-	Error                  string
-	Succeeded              bool
-	RetryAt                time.Time // when to try again; zero with Succeeded false: the delivery has failed
-	Disable                string    // the endpoint is to be disabled at once, for this reason (it answered 410)
-}
-
-// ErrLeaseLost says an attempt's outcome was not recorded: its delivery is no longer pending
-// under the claim the attempt was made with.
-var ErrLeaseLost = errors.New("the delivery is no longer this attempt's")
-
-// DisabledWebhook is an endpoint an attempt's outcome disabled.
-type DisabledWebhook struct {
-	ID, AccountID uuid.UUID
-	URL, Reason   string
-}
-
-// WebhookAttempted records an attempt: the delivery's new state, the attempt in its log, and
-// the endpoint's failure streak. A success closes the endpoint's circuit (its deliveries waiting
-// to be retried are due at once). An endpoint failing for failingLimit with no success, or told
-// to be disabled, is disabled with a webhook_disabled notification; it is returned. An
-// attempt whose claim lapsed and was taken by another node records nothing (ErrLeaseLost):
-// that node's attempt is the delivery's.
-func (s *Store) WebhookAttempted(ctx context.Context, a WebhookAttempt, failingLimit time.Duration) (*DisabledWebhook, error) {
-	var failingSince *time.Time
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
-		var retry *time.Time
-		if !a.Succeeded && !a.RetryAt.IsZero() {
-			retry = &a.RetryAt
-		}
-		var n int
-		err := tx.QueryRow(ctx, `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status_code = $2,
-				last_error = nullif($3, ''), lease_until = NULL,
-				status = CASE WHEN $4 THEN 'succeeded' WHEN $5::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
-				next_attempt_at = CASE WHEN $4 OR $7 THEN NULL ELSE $5 END, -- $7: its endpoint is being disabled
-				succeeded_at = CASE WHEN $4 THEN $6::timestamptz END,
-				finished_at = CASE WHEN $4 OR $5::timestamptz IS NULL THEN $6::timestamptz END,
-				holds = CASE WHEN $4 OR $5::timestamptz IS NULL THEN NULL ELSE holds END
-			WHERE id = $1 AND status = 'pending' AND lease_until = $8 RETURNING attempts`,
-			a.DeliveryID, nullCode(a.StatusCode), a.Error, a.Succeeded, retry, a.At, a.Disable != "", a.LeaseUntil).Scan(&n)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrLeaseLost // deleted with its endpoint, finished or claimed again meanwhile
-		}
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms, next_attempt_at)
-			VALUES ($1, $2, $3, $4, nullif($5, ''), $6, $7)`, a.DeliveryID, n, a.At, nullCode(a.StatusCode), a.Error,
-			a.Duration.Milliseconds(), retry)
-		if a.Succeeded {
-			b.Queue(`WITH was AS (UPDATE webhook_endpoints SET failing_since = NULL
-					WHERE id = $1 AND failing_since IS NOT NULL RETURNING id)
-				UPDATE webhook_deliveries d SET next_attempt_at = now() FROM was
-				WHERE d.endpoint_id = was.id AND d.status = 'pending' AND d.next_attempt_at > now()`, a.EndpointID)
-		} else {
-			b.Queue(`UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, $2) WHERE id = $1
-				RETURNING failing_since`, a.EndpointID, a.At).QueryRow(func(r pgx.Row) error {
-				err := r.Scan(&failingSince)
-				if errors.Is(err, pgx.ErrNoRows) {
-					return nil
-				}
-				return err
-			})
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
-	if errors.Is(err, ErrLeaseLost) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, fmt.Errorf("record webhook attempt: %w", err)
-	}
-	reason := a.Disable
-	if reason == "" && failingSince != nil && failingLimit > 0 && a.At.Sub(*failingSince) >= failingLimit {
-		reason = "every delivery failed for " + failingLimit.String()
-	}
-	if reason == "" {
-		return nil, nil
-	}
-	return s.disableWebhook(ctx, a.EndpointID, reason)
-}
-
-func nullCode(code int) *int {
-	if code == 0 {
-		return nil
-	}
-	return &code
-}
-
-// disableWebhook turns an enabled endpoint off and tells its account.
-func (s *Store) disableWebhook(ctx context.Context, id uuid.UUID, reason string) (*DisabledWebhook, error) {
-	var out *DisabledWebhook
-	err := s.changeSubscriptions(ctx, func(tx pgx.Tx) error {
-		d := DisabledWebhook{ID: id, Reason: reason}
-		err := tx.QueryRow(ctx, `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
-			WHERE id = $1 AND enabled RETURNING account_id, url`, id, reason).Scan(&d.AccountID, &d.URL)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = NULL WHERE endpoint_id = $1 AND status = 'pending'`,
-			id); err != nil {
-			return err
-		}
-		out = &d
-		return addNotification(ctx, tx, d.AccountID, NewNotification{Type: "webhook_disabled", Title: "Webhook endpoint disabled",
-			Message: fmt.Sprintf("Deliveries to %s stopped: %s. Fix the endpoint, then enable it again; its events wait.", d.URL, reason)})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("disable webhook: %w", err)
-	}
-	return out, nil
 }

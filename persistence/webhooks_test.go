@@ -427,10 +427,11 @@ func expireLeases(t *testing.T, url string) {
 	}
 }
 
-// FormWebhookDeliveries forms one endpoint's next deliveries at once, under the same rules as
-// a claim: the held events wait for their message.sent, lanes bound it, another endpoint's
-// events stay in the outbox, and a failing endpoint gets none.
-func TestWebhookFormOneEndpoint(t *testing.T) {
+// A success forms its endpoint's next deliveries in its own transaction, under the same rules
+// as a claim: the held events wait for their message.sent, lanes bound it, another endpoint's
+// events stay in the outbox, a success whose claim lapsed records and forms nothing, and while
+// a retry waits nothing new is formed (the success makes the retry due at once instead).
+func TestWebhookSuccessFormsTheNext(t *testing.T) {
 	st, _ := pgtest.NewStore(t)
 	ctx := context.Background()
 	acct, other := fundedAccount(t, st, 10_000), fundedAccount(t, st, 10_000)
@@ -439,39 +440,58 @@ func TestWebhookFormOneEndpoint(t *testing.T) {
 	sent(t, st, acct, 3, "f")
 	receipts(t, st, "f", true, true, true)
 	sent(t, st, other, 2, "o")
-	form := func(limit, lanes int) []persistence.WebhookDelivery {
+	// A test event is a delivery due at once: each stands for an attempt under way.
+	attempt := func() persistence.WebhookDelivery {
 		t.Helper()
-		ds, err := st.FormWebhookDeliveries(ctx, persistence.WebhookClaim{Limit: limit, Lanes: lanes, Lease: time.Minute}, w.ID, 2)
-		if err != nil {
+		if _, err := st.TestWebhook(ctx, acct, w.ID); err != nil {
 			t.Fatal(err)
 		}
+		ds := claim(t, st, 1, 4)
+		if len(ds) != 1 || ds[0].EndpointID != w.ID || ds[0].Events[0].Type != persistence.EventTest {
+			t.Fatalf("claimed %v; want the test delivery", ds)
+		}
+		return ds[0]
+	}
+	succeed := func(d persistence.WebhookDelivery, limit, lanes int) ([]persistence.WebhookDelivery, error) {
+		t.Helper()
+		ds, err := st.WebhookSucceeded(ctx, persistence.WebhookAttempt{DeliveryID: d.ID, LeaseUntil: d.LeaseUntil, EndpointID: w.ID,
+			At: time.Now(), StatusCode: 204, Succeeded: true}, persistence.WebhookClaim{Limit: limit, Lanes: lanes, Lease: time.Minute}, 2)
 		for _, d := range ds {
-			if d.EndpointID != w.ID || d.BatchSize != 2 || len(d.Secrets) != 1 {
+			if d.EndpointID != w.ID || d.BatchSize != 2 || len(d.Secrets) != 1 || d.AccountID != acct {
 				t.Fatalf("formed %+v; want the endpoint's, batch size 2, signed", d)
 			}
 		}
-		return ds
+		return ds, err
 	}
-	if ds := form(1, 4); len(ds) != 1 || types(ds[0]) != "sent,sent" {
-		t.Fatalf("limit 1: %v; want [sent sent]", ds)
+	t0 := attempt()
+	if ds, err := succeed(t0, 1, 4); err != nil || len(ds) != 1 || types(ds[0]) != "sent,sent" {
+		t.Fatalf("limit 1: %v, %v; want [sent sent]", ds, err)
 	}
-	ds := form(10, 2)
-	if len(ds) != 1 || types(ds[0]) != "sent,delivered" {
-		t.Fatalf("second lane: %v; want [sent delivered] and no more (2 lanes)", ds)
+	if ds, err := succeed(t0, 10, 4); !errors.Is(err, persistence.ErrLeaseLost) || len(ds) != 0 {
+		t.Fatalf("the same success again: %v, %v; want ErrLeaseLost and nothing formed", ds, err)
 	}
-	if again := form(10, 4); len(again) != 0 {
-		t.Fatalf("formed %v while every message.sent is pending", again)
+	ds, err := succeed(attempt(), 10, 2)
+	if err != nil || len(ds) != 1 || types(ds[0]) != "sent,delivered" {
+		t.Fatalf("second lane: %v, %v; want [sent delivered] and no more (2 lanes)", ds, err)
+	}
+	if again, err := succeed(attempt(), 10, 4); err != nil || len(again) != 0 {
+		t.Fatalf("formed %v, %v while every message.sent is pending", again, err)
 	}
 	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[0].ID, LeaseUntil: ds[0].LeaseUntil, EndpointID: w.ID, At: time.Now(),
 		StatusCode: 500, Error: "HTTP 500", RetryAt: time.Now().Add(time.Hour)}, 72*time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if got := form(10, 4); len(got) != 0 {
-		t.Fatalf("formed %v with the circuit open", got)
+	if got, err := succeed(attempt(), 10, 4); err != nil || len(got) != 0 {
+		t.Fatalf("formed %v, %v with a retry waiting", got, err)
 	}
-	// The other endpoint's events were left for it.
-	if ds := claim(t, st, 10, 4); len(ds) != 1 || ds[0].EndpointID == w.ID || types(ds[0]) != "sent,sent" {
-		t.Fatalf("claim: %v; want the other endpoint's [sent sent]", ds)
+	// The retry is due at once; the other endpoint's events were left for it.
+	got := claim(t, st, 10, 4)
+	if len(got) != 2 || got[0].ID != ds[0].ID || got[0].Attempts != 1 || got[1].EndpointID == w.ID || types(got[1]) != "sent,sent" {
+		t.Fatalf("claim: %v; want the retry, then the other endpoint's [sent sent]", got)
+	}
+	log, err := st.WebhookDeliveries(ctx, acct, w.ID, persistence.DeliverySucceeded, persistence.Page{Size: 10})
+	if err != nil || len(log) != 4 {
+		t.Fatalf("succeeded deliveries: %d, %v; want the four test deliveries", len(log), err)
 	}
 }
 

@@ -26,9 +26,9 @@ import (
 // Store is what the Deliverer needs of persistence.
 type Store interface {
 	ClaimWebhookDeliveries(ctx context.Context, c persistence.WebhookClaim) ([]persistence.WebhookDelivery, error)
-	FormWebhookDeliveries(ctx context.Context, c persistence.WebhookClaim, endpoint uuid.UUID, batch int) ([]persistence.WebhookDelivery, error)
 	WebhookEventMessages(ctx context.Context, accountID uuid.UUID, events []persistence.WebhookEvent) (map[uuid.UUID]persistence.MessageEventData, error)
 	WebhookAttempted(ctx context.Context, a persistence.WebhookAttempt, failingLimit time.Duration) (*persistence.DisabledWebhook, error)
+	WebhookSucceeded(ctx context.Context, a persistence.WebhookAttempt, next persistence.WebhookClaim, batch int) ([]persistence.WebhookDelivery, error)
 	PruneWebhooks(ctx context.Context, before time.Time, limit int) (int64, error)
 	WebhookBacklog(ctx context.Context) (persistence.WebhookBacklog, error)
 }
@@ -41,7 +41,7 @@ var DefaultSchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * tim
 // Options tune the Deliverer; zero values take the defaults.
 type Options struct {
 	Schedule     []time.Duration // retry delays, ±10 % jitter (default DefaultSchedule)
-	Lanes        int             // pending deliveries per endpoint, so requests in flight to it (default 4)
+	Lanes        int             // pending deliveries per endpoint, so requests in flight to it (default 8)
 	InFlight     int             // requests in flight from this node (default 64)
 	Timeout      time.Duration   // an attempt succeeds with a 2xx within this (default 10 s)
 	Lease        time.Duration   // a claimed delivery is this node's for this long (default 1 minute)
@@ -59,7 +59,7 @@ func (o Options) withDefaults() Options {
 		o.Schedule = DefaultSchedule
 	}
 	if o.Lanes <= 0 {
-		o.Lanes = 4
+		o.Lanes = 8
 	}
 	if o.InFlight <= 0 {
 		o.InFlight = 64
@@ -206,21 +206,36 @@ func (d *Deliverer) dispatch(ctx context.Context, claimed []persistence.WebhookD
 	return nil
 }
 
-// refill forms the next deliveries of an endpoint whose attempt just succeeded, at once: its
-// lane is free and the later events its delivery held may go now. Waiting for a round instead
-// would leave each endpoint's deliveries a round apart (the order of a message's events makes
-// its later events wait for the delivery of its message.sent). Rounds still form the rest.
-func (d *Deliverer) refill(ctx context.Context, w persistence.WebhookDelivery) {
+// succeeded records a success and, in the same transaction, forms the endpoint's next
+// deliveries at once: its lane is free and the later events its delivery held may go now.
+// Waiting for a round instead would leave each endpoint's deliveries a round apart (the order
+// of a message's events makes its later events wait for the delivery of its message.sent).
+// Rounds still form the rest. bctx bounds the record, ctx the attempts of what it formed.
+func (d *Deliverer) succeeded(ctx, bctx context.Context, w persistence.WebhookDelivery, a persistence.WebhookAttempt) {
 	free := d.reserve(d.opts.Lanes)
-	if free <= 0 {
-		return
-	}
-	formed, err := d.store.FormWebhookDeliveries(ctx, persistence.WebhookClaim{Limit: free, Lanes: d.opts.Lanes, Lease: d.opts.Lease},
-		w.EndpointID, w.BatchSize)
-	if err != nil && ctx.Err() == nil {
-		d.log.Error("form webhook deliveries; a round forms them", slog.Any("error", err), slog.String("endpoint", w.EndpointID.String()))
+	formed, err := d.store.WebhookSucceeded(bctx, a, persistence.WebhookClaim{Limit: free, Lanes: d.opts.Lanes, Lease: d.opts.Lease},
+		w.BatchSize)
+	switch {
+	case errors.Is(err, persistence.ErrSealed):
+		d.log.Error("form webhook deliveries; a round forms them once the secret opens", slog.Any("error", err),
+			slog.String("endpoint", w.EndpointID.String()))
+	case err != nil:
+		d.recordFailed(err, w, a)
 	}
 	_ = d.dispatch(ctx, formed, free)
+}
+
+// recordFailed logs an attempt whose outcome was not recorded.
+func (d *Deliverer) recordFailed(err error, w persistence.WebhookDelivery, a persistence.WebhookAttempt) {
+	if errors.Is(err, persistence.ErrLeaseLost) {
+		// Its lease lapsed (an attempt longer than the lease, a pause) and another node may
+		// have taken it: that node's outcome is the delivery's, this one is dropped.
+		d.log.Warn("webhook attempt outlived its lease; its outcome is dropped", slog.String("delivery", w.ID.String()),
+			slog.Duration("took", a.Duration))
+		return
+	}
+	d.log.Error("record webhook attempt; its lease will lapse and it goes again", slog.Any("error", err),
+		slog.String("delivery", w.ID.String()))
 }
 
 // bookkeeping bounds recording an outcome, which must happen even when the attempt's context
@@ -262,21 +277,14 @@ func (d *Deliverer) attempt(ctx context.Context, w persistence.WebhookDelivery) 
 	}
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeeping)
 	defer cancel()
+	if a.Succeeded {
+		d.succeeded(ctx, bctx, w, a)
+		return
+	}
 	disabled, err := d.store.WebhookAttempted(bctx, a, d.opts.FailingLimit)
-	if errors.Is(err, persistence.ErrLeaseLost) {
-		// Its lease lapsed (an attempt longer than the lease, a pause) and another node may
-		// have taken it: that node's outcome is the delivery's, this one is dropped.
-		d.log.Warn("webhook attempt outlived its lease; its outcome is dropped", slog.String("delivery", w.ID.String()),
-			slog.Duration("took", a.Duration))
-		return
-	}
 	if err != nil {
-		d.log.Error("record webhook attempt; its lease will lapse and it goes again", slog.Any("error", err),
-			slog.String("delivery", w.ID.String()))
+		d.recordFailed(err, w, a)
 		return
-	}
-	if a.Succeeded && disabled == nil {
-		d.refill(ctx, w)
 	}
 	if disabled != nil {
 		reason := "failing"

@@ -320,7 +320,7 @@ func options() []option {
 			},
 			func(c *Config) string { return c.WebhookSecretKey }},
 		durationOption("TUMA_WEBHOOK_DISABLE_AFTER", "72h", "a webhook endpoint whose every delivery has failed for this long is disabled and its account notified (0: never)", func(c *Config) *time.Duration { return &c.WebhookDisableAfter }, durationOrZero),
-		intOption("TUMA_WEBHOOK_CONCURRENCY", "4", "webhook requests in flight per endpoint, across nodes (a slow endpoint holds only these)", func(c *Config) *int { return &c.WebhookLanes }, 1, 64),
+		intOption("TUMA_WEBHOOK_CONCURRENCY", "8", "webhook requests in flight per endpoint, across nodes (a slow endpoint holds only these)", func(c *Config) *int { return &c.WebhookLanes }, 1, 64),
 		intOption("TUMA_WEBHOOK_CACHE_MESSAGES", "131072", "messages the node remembers from its status flushes so webhook deliveries render them without reading them back (about 300 bytes each; 0: every delivery reads its messages)", func(c *Config) *int { return &c.WebhookCache }, 0, 10_000_000),
 		{"TUMA_TRUSTED_PROXIES", "", "comma-separated IPs or CIDRs of your reverse proxies: only requests from them have X-Forwarded-For read, right to left, for the client IP (unset: the peer address is the client)", false,
 			func(c *Config, v string) error { return prefixes(&c.TrustedProxies, v) },

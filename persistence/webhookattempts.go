@@ -1,0 +1,183 @@
+// Webhook attempts: recording an attempt's outcome, forming an endpoint's next deliveries in
+// the same transaction when it succeeded, and disabling an endpoint that keeps failing.
+
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// WebhookAttempt is the outcome of one attempt.
+type WebhookAttempt struct {
+	DeliveryID, EndpointID uuid.UUID
+	LeaseUntil             time.Time // the claim it was made under (WebhookDelivery.LeaseUntil)
+	At                     time.Time
+	Duration               time.Duration
+	StatusCode             int // 0: no response
+	Error                  string
+	Succeeded              bool
+	RetryAt                time.Time // when to try again; zero with Succeeded false: the delivery has failed
+	Disable                string    // the endpoint is to be disabled at once, for this reason (it answered 410)
+}
+
+// ErrLeaseLost says an attempt's outcome was not recorded: its delivery is no longer pending
+// under the claim the attempt was made with.
+var ErrLeaseLost = errors.New("the delivery is no longer this attempt's")
+
+// DisabledWebhook is an endpoint an attempt's outcome disabled.
+type DisabledWebhook struct {
+	ID, AccountID uuid.UUID
+	URL, Reason   string
+}
+
+// WebhookAttempted records an attempt: the delivery's new state, the attempt in its log, and
+// the endpoint's failure streak. A success closes the endpoint's circuit (its deliveries waiting
+// to be retried are due at once). An endpoint failing for failingLimit with no success, or told
+// to be disabled, is disabled with a webhook_disabled notification; it is returned. An
+// attempt whose claim lapsed and was taken by another node records nothing (ErrLeaseLost):
+// that node's attempt is the delivery's.
+func (s *Store) WebhookAttempted(ctx context.Context, a WebhookAttempt, failingLimit time.Duration) (*DisabledWebhook, error) {
+	var failingSince *time.Time
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		queueAttempt(b, a, &failingSince)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if errors.Is(err, ErrLeaseLost) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record webhook attempt: %w", err)
+	}
+	reason := a.Disable
+	if reason == "" && failingSince != nil && failingLimit > 0 && a.At.Sub(*failingSince) >= failingLimit {
+		reason = "every delivery failed for " + failingLimit.String()
+	}
+	if reason == "" {
+		return nil, nil
+	}
+	return s.disableWebhook(ctx, a.EndpointID, reason)
+}
+
+// WebhookSucceeded records a successful attempt as WebhookAttempted does and, in the same
+// transaction, forms up to next.Limit of the endpoint's next deliveries (batch is its batch
+// size, WebhookDelivery.BatchSize), leased to the caller, under the rules of a claim: its lane
+// is free and the later events its delivery held may go now. One transaction where two were:
+// at batch_size 100 a busy endpoint makes one of these for every 100 events. A secret that no
+// longer opens forms nothing and is returned as ErrSealed, with the success recorded.
+func (s *Store) WebhookSucceeded(ctx context.Context, a WebhookAttempt, next WebhookClaim, batch int) ([]WebhookDelivery, error) {
+	if !a.Succeeded {
+		return nil, fmt.Errorf("record webhook success: the attempt of %s did not succeed", a.DeliveryID)
+	}
+	var out []WebhookDelivery
+	var sealed error
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		queueAttempt(b, a, nil)
+		if next.Limit <= 0 || batch <= 0 {
+			return tx.SendBatch(ctx, b).Close()
+		}
+		var err error
+		out, err = s.formIn(ctx, tx, b, formCandidate{endpoint: a.EndpointID, batch: batch}, next.Limit, next)
+		if errors.Is(err, ErrSealed) {
+			// The success stands; the endpoint's events wait until its secret opens again.
+			out, sealed = nil, err
+			return nil
+		}
+		return err
+	})
+	if errors.Is(err, ErrLeaseLost) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record webhook success: %w", err)
+	}
+	if sealed != nil {
+		return nil, fmt.Errorf("form webhook deliveries: %w", sealed)
+	}
+	return out, nil
+}
+
+// queueAttempt queues an attempt's record as one statement: the delivery's new state under its
+// claim, the attempt in the log, the endpoint's failure streak (its start into failingSince,
+// when not nil) and, on a success that closes the circuit, the endpoint's retries made due.
+// Nothing is written, and the batch fails with ErrLeaseLost, when the claim is no longer held.
+func queueAttempt(b *pgx.Batch, a WebhookAttempt, failingSince **time.Time) {
+	var retry *time.Time
+	if !a.Succeeded && !a.RetryAt.IsZero() {
+		retry = &a.RetryAt
+	}
+	b.Queue(`WITH d AS (
+			UPDATE webhook_deliveries SET attempts = attempts + 1, last_status_code = $2, last_error = nullif($3, ''),
+				lease_until = NULL,
+				status = CASE WHEN $4 THEN 'succeeded' WHEN $5::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
+				next_attempt_at = CASE WHEN $4 OR $7 THEN NULL ELSE $5 END, -- $7: its endpoint is being disabled
+				succeeded_at = CASE WHEN $4 THEN $6::timestamptz END,
+				finished_at = CASE WHEN $4 OR $5::timestamptz IS NULL THEN $6::timestamptz END,
+				holds = CASE WHEN $4 OR $5::timestamptz IS NULL THEN NULL ELSE holds END
+			WHERE id = $1 AND status = 'pending' AND lease_until = $8 RETURNING attempts),
+		logged AS (
+			INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms, next_attempt_at)
+			SELECT $1, attempts, $6, $2, nullif($3, ''), $9, $5 FROM d),
+		streak AS (
+			UPDATE webhook_endpoints SET failing_since = CASE WHEN $4 THEN NULL ELSE coalesce(failing_since, $6) END
+			WHERE id = $10 AND EXISTS (SELECT FROM d) AND (NOT $4 OR failing_since IS NOT NULL)
+			RETURNING failing_since),
+		due AS (
+			UPDATE webhook_deliveries x SET next_attempt_at = now()
+			WHERE $4 AND EXISTS (SELECT FROM streak) AND x.endpoint_id = $10 AND x.status = 'pending'
+				AND x.next_attempt_at > now() AND x.id <> $1)
+		SELECT (SELECT failing_since FROM streak) FROM d`,
+		a.DeliveryID, nullCode(a.StatusCode), a.Error, a.Succeeded, retry, a.At, a.Disable != "", a.LeaseUntil,
+		a.Duration.Milliseconds(), a.EndpointID).QueryRow(func(r pgx.Row) error {
+		var since *time.Time
+		err := r.Scan(&since)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrLeaseLost // deleted with its endpoint, finished or claimed again meanwhile
+		}
+		if failingSince != nil {
+			*failingSince = since
+		}
+		return err
+	})
+}
+
+func nullCode(code int) *int {
+	if code == 0 {
+		return nil
+	}
+	return &code
+}
+
+// disableWebhook turns an enabled endpoint off and tells its account.
+func (s *Store) disableWebhook(ctx context.Context, id uuid.UUID, reason string) (*DisabledWebhook, error) {
+	var out *DisabledWebhook
+	err := s.changeSubscriptions(ctx, func(tx pgx.Tx) error {
+		d := DisabledWebhook{ID: id, Reason: reason}
+		err := tx.QueryRow(ctx, `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
+			WHERE id = $1 AND enabled RETURNING account_id, url`, id, reason).Scan(&d.AccountID, &d.URL)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = NULL WHERE endpoint_id = $1 AND status = 'pending'`,
+			id); err != nil {
+			return err
+		}
+		out = &d
+		return addNotification(ctx, tx, d.AccountID, NewNotification{Type: "webhook_disabled", Title: "Webhook endpoint disabled",
+			Message: fmt.Sprintf("Deliveries to %s stopped: %s. Fix the endpoint, then enable it again; its events wait.", d.URL, reason)})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("disable webhook: %w", err)
+	}
+	return out, nil
+}
