@@ -121,13 +121,15 @@ type Deliverer struct {
 // New makes a Deliverer; start its Run before its rounds.
 func New(store Store, opts Options, log *slog.Logger, m *Metrics) *Deliverer {
 	opts = opts.withDefaults()
-	return &Deliverer{store: store, opts: opts, client: NewClient(opts.Policy, opts.Lanes), log: log, m: m,
+	return &Deliverer{store: store, opts: opts, client: NewClient(opts.Policy, opts.InFlight), log: log, m: m,
 		work: make(chan persistence.WebhookDelivery, opts.InFlight), now: time.Now}
 }
 
-// NewClient is the HTTP client of deliveries: connections kept per endpoint, every dial checked
-// by the policy, no proxy from the environment (it would dial for us), redirects not followed
-// (a 3xx is the answer, and a failure).
+// NewClient is the HTTP client of deliveries: connections kept per host, up to perHost idle
+// (the node's requests in flight: many endpoints can share a host, a tenant's several or a
+// service's many tenants, and a connection let go at each request is a dial at the next),
+// every dial checked by the policy, no proxy from the environment (it would dial for us),
+// redirects not followed (a 3xx is the answer, and a failure).
 func NewClient(p Policy, perHost int) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
