@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tuma-sms/tuma/carriers"
 )
@@ -54,7 +55,7 @@ type shortText struct {
 	b [23]byte
 }
 
-func short(s string) (shortText, bool) {
+func short[T ~string | ~[]byte](s T) (shortText, bool) {
 	var t shortText
 	if len(s) > len(t.b) {
 		return t, false
@@ -73,14 +74,14 @@ func (r *eventRow) slot(account, id, job uuid.UUID, net, parts int16, cost int64
 	c.recipient, ok[0] = short(r.recipient)
 	c.sender, ok[1] = short(r.sender)
 	c.ps, ok[2] = short(r.ps)
-	if r.campaign != nil {
-		c.campaign = *r.campaign
+	if r.campaign.Valid {
+		c.campaign = r.campaign.Bytes
 	}
-	if r.pid != nil {
-		c.pid, c.hasPid = *r.pid, true
+	if r.pid.Valid {
+		c.pid, c.hasPid = r.pid.String, true
 	}
-	if r.sentAt != nil {
-		c.sentAt = r.sentAt.UnixNano()
+	if r.sentAt.Valid {
+		c.sentAt = r.sentAt.Time.UnixNano()
 	}
 	if done != nil {
 		c.doneAt = done.UnixNano()
@@ -299,14 +300,15 @@ func (s *Store) readRefs(ctx context.Context, accountID uuid.UUID, jobs []uuid.U
 
 // eventRow is what a flush's update returns of a message for its events beyond what the
 // statement returns anyway, when an account of the flush has an endpoint.
+// Its texts are the driver's bytes (valid until the next row: slot copies them) and its
+// nullable fields are values, so a row scans without allocating but for a provider id.
 type eventRow struct {
-	recipient, sender string
-	campaign          *uuid.UUID
-	pid               *string
-	sentAt            *time.Time
-	ps                string
-	parts             int16 // the sent update's; the final ones return parts and cost already
-	cost              int64
+	recipient, sender, ps pgtype.DriverBytes
+	campaign              pgtype.UUID
+	pid                   pgtype.Text
+	sentAt                pgtype.Timestamptz
+	parts                 int16 // the sent update's; the final ones return parts and cost already
+	cost                  int64
 }
 
 // The updates' returned columns an event shows: the sent update adds parts and cost.
