@@ -65,43 +65,115 @@ func (s *Store) WebhookAttempted(ctx context.Context, a WebhookAttempt, failingL
 	return s.disableWebhook(ctx, a.EndpointID, reason)
 }
 
-// WebhookSucceeded records a successful attempt as WebhookAttempted does and, in the same
-// transaction, forms up to next.Limit of the endpoint's next deliveries (batch is its batch
-// size, WebhookDelivery.BatchSize), leased to the caller, under the rules of a claim: its lane
-// is free and the later events its delivery held may go now. One transaction where two were:
-// at batch_size 100 a busy endpoint makes one of these for every 100 events. A secret that no
-// longer opens forms nothing and is returned as ErrSealed, with the success recorded.
-func (s *Store) WebhookSucceeded(ctx context.Context, a WebhookAttempt, next WebhookClaim, batch int) ([]WebhookDelivery, error) {
-	if !a.Succeeded {
-		return nil, fmt.Errorf("record webhook success: the attempt of %s did not succeed", a.DeliveryID)
-	}
-	var out []WebhookDelivery
-	var sealed error
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		queueAttempt(b, a, nil)
-		if next.Limit <= 0 || batch <= 0 {
-			return tx.SendBatch(ctx, b).Close()
+// WebhookForm asks for up to Limit new deliveries of an endpoint whose batch size is Batch.
+type WebhookForm struct {
+	Endpoint     uuid.UUID
+	Batch, Limit int
+}
+
+// WebhookSuccesses is what recording successes did.
+type WebhookSuccesses struct {
+	Formed   []WebhookDelivery // the next deliveries, leased to the caller
+	Lost     []uuid.UUID       // deliveries whose claim had lapsed: their success is not recorded (ErrLeaseLost)
+	Unformed error             // endpoints whose secret no longer opens (ErrSealed): nothing formed for them
+}
+
+// WebhookSucceeded records successful attempts together, each as WebhookAttempted records
+// one, and in the same transaction forms the next deliveries of each form's endpoint under the
+// rules of a claim (c's Lanes and Lease): their lanes are free and the later events their
+// deliveries held may go now. At batch_size 100 a busy endpoint makes a success for every
+// 100 events, and what a transaction and its statements cost dominates what its rows do: a
+// node records the successes that ended while its last such transaction ran in the next one.
+func (s *Store) WebhookSucceeded(ctx context.Context, as []WebhookAttempt, forms []WebhookForm, c WebhookClaim) (WebhookSuccesses, error) {
+	for _, a := range as {
+		if !a.Succeeded {
+			return WebhookSuccesses{}, fmt.Errorf("record webhook successes: the attempt of %s did not succeed", a.DeliveryID)
 		}
-		var err error
-		out, err = s.formIn(ctx, tx, b, formCandidate{endpoint: a.EndpointID, batch: batch}, next.Limit, next)
-		if errors.Is(err, ErrSealed) {
-			// The success stands; the endpoint's events wait until its secret opens again.
-			out, sealed = nil, err
+	}
+	var res WebhookSuccesses
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
+		res = WebhookSuccesses{}
+		recorded := make(map[uuid.UUID]bool, len(as))
+		b := &pgx.Batch{}
+		if len(as) > 0 {
+			queueSuccesses(b, as, recorded)
+		}
+		reads := make([]*formRead, 0, len(forms))
+		for _, f := range forms {
+			if f.Limit > 0 && f.Batch > 0 {
+				reads = append(reads, queueFormRead(b, formCandidate{endpoint: f.Endpoint, batch: f.Batch}, f.Limit, c))
+			}
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		for _, a := range as {
+			if !recorded[a.DeliveryID] {
+				res.Lost = append(res.Lost, a.DeliveryID)
+			}
+		}
+		w := &pgx.Batch{}
+		var sealed []error
+		for _, r := range reads {
+			ds, err := s.formWrites(w, r)
+			if errors.Is(err, ErrSealed) {
+				sealed = append(sealed, fmt.Errorf("form webhook deliveries of %s: %w", r.cand.endpoint, err))
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			res.Formed = append(res.Formed, ds...)
+		}
+		res.Unformed = errors.Join(sealed...)
+		if w.Len() == 0 {
 			return nil
 		}
-		return err
+		return tx.SendBatch(ctx, w).Close()
 	})
-	if errors.Is(err, ErrLeaseLost) {
-		return nil, err
-	}
 	if err != nil {
-		return nil, fmt.Errorf("record webhook success: %w", err)
+		return WebhookSuccesses{}, fmt.Errorf("record webhook successes: %w", err)
 	}
-	if sealed != nil {
-		return nil, fmt.Errorf("form webhook deliveries: %w", sealed)
+	return res, nil
+}
+
+// queueSuccesses queues the record of successful attempts as one statement, as queueAttempt
+// records one: each delivery succeeded under its claim, its attempt in the log, and each of
+// their endpoints' circuits closed (their retries due at once). It marks the deliveries
+// recorded; one whose claim lapsed is not.
+func queueSuccesses(b *pgx.Batch, as []WebhookAttempt, recorded map[uuid.UUID]bool) {
+	n := len(as)
+	ids, leases, codes, ms, ats := make([]uuid.UUID, n), make([]time.Time, n), make([]int32, n), make([]int32, n), make([]time.Time, n)
+	for i, a := range as {
+		ids[i], leases[i], codes[i], ms[i], ats[i] = a.DeliveryID, a.LeaseUntil, int32(a.StatusCode), int32(a.Duration.Milliseconds()), a.At
 	}
-	return out, nil
+	b.Queue(`WITH o AS (SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::int[], $5::timestamptz[])
+				AS o(id, lease, code, ms, at)),
+		d AS (
+			UPDATE webhook_deliveries w SET attempts = w.attempts + 1, last_status_code = o.code, last_error = NULL,
+				lease_until = NULL, status = 'succeeded', next_attempt_at = NULL, succeeded_at = o.at, finished_at = o.at,
+				holds = NULL
+			FROM o WHERE w.id = o.id AND w.status = 'pending' AND w.lease_until = o.lease
+			RETURNING w.id, w.endpoint_id, w.attempts, o.code, o.ms, o.at),
+		logged AS (
+			INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, duration_ms)
+			SELECT id, attempts, at, code, ms FROM d),
+		closed AS (
+			UPDATE webhook_endpoints e SET failing_since = NULL
+			WHERE e.id IN (SELECT endpoint_id FROM d) AND e.failing_since IS NOT NULL RETURNING e.id),
+		due AS (
+			UPDATE webhook_deliveries x SET next_attempt_at = now() FROM closed
+			WHERE x.endpoint_id = closed.id AND x.status = 'pending' AND x.next_attempt_at > now() AND x.id <> ALL ($1::uuid[]))
+		SELECT id FROM d`, ids, leases, codes, ms, ats).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id uuid.UUID
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			recorded[id] = true
+		}
+		return rows.Err()
+	})
 }
 
 // queueAttempt queues an attempt's record as one statement: the delivery's new state under its

@@ -236,32 +236,56 @@ func (s *Store) form(ctx context.Context, cand formCandidate, room int, c Webhoo
 
 // formIn makes up to room new deliveries of one endpoint in tx, under its row lock (another
 // node forming for it at the same moment skips it). b holds what to send first in the same
-// round trip (a success's record, whose lane the new deliveries take).
+// round trip.
 func (s *Store) formIn(ctx context.Context, tx pgx.Tx, b *pgx.Batch, cand formCandidate, room int, c WebhookClaim) ([]WebhookDelivery, error) {
+	r := queueFormRead(b, cand, room, c)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	w := &pgx.Batch{}
+	out, err := s.formWrites(w, r)
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	if err := tx.SendBatch(ctx, w).Close(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// formRead is what forming reads of an endpoint, in the round trip of queueFormRead's batch.
+type formRead struct {
+	cand            formCandidate
+	room            int
+	c               WebhookClaim
+	d               WebhookDelivery
+	locked, failing bool
+	pending         int
+	held            []uuid.UUID
+	cur, prev       []byte
+	chunks          []outboxChunk
+}
+
+// queueFormRead queues the reads of forming up to room deliveries of one endpoint: its row,
+// locked (skipped when another former holds it), its pending deliveries and the messages
+// whose message.sent they hold, and the oldest of its outbox.
+func queueFormRead(b *pgx.Batch, cand formCandidate, room int, c WebhookClaim) *formRead {
+	r := &formRead{cand: cand, room: room, c: c}
 	need := min(room, c.Lanes) * cand.batch
-	var (
-		out             []WebhookDelivery
-		d               WebhookDelivery
-		locked, failing bool
-		pending         int
-		held            []uuid.UUID
-		cur, prev       []byte
-		chunks          []outboxChunk
-	)
 	b.Queue(`SELECT account_id, url, secret, CASE WHEN old_secret_until > now() THEN old_secret END, now() + $2::interval
-		FROM webhook_endpoints WHERE id = $1 AND enabled FOR UPDATE SKIP LOCKED`, cand.endpoint, c.Lease).QueryRow(func(r pgx.Row) error {
-		err := r.Scan(&d.AccountID, &d.URL, &cur, &prev, &d.LeaseUntil)
+		FROM webhook_endpoints WHERE id = $1 AND enabled FOR UPDATE SKIP LOCKED`, cand.endpoint, c.Lease).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&r.d.AccountID, &r.d.URL, &r.cur, &r.prev, &r.d.LeaseUntil)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
-		locked = err == nil
+		r.locked = err == nil
 		return err
 	})
 	b.Queue(`SELECT count(*), coalesce(bool_or(attempts > 0), false),
 			coalesce((SELECT array_agg(h) FROM webhook_deliveries x, unnest(x.holds) h
 				WHERE x.endpoint_id = $1 AND x.status = 'pending'), '{}')
-		FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, cand.endpoint).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&pending, &failing, &held)
+		FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, cand.endpoint).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&r.pending, &r.failing, &r.held)
 	})
 	// The oldest rows up to those holding need events: a row holds a status flush's events
 	// (hundreds), so reading need rows whole read a hundred times what a form takes. Only
@@ -277,17 +301,21 @@ func (s *Store) formIn(ctx context.Context, tx pgx.Tx, b *pgx.Batch, cand formCa
 			if err := rows.Scan(&k.id, &k.created, &k.taken, &k.total, &k.types, &k.msgs, &k.data); err != nil {
 				return err
 			}
-			chunks = append(chunks, k)
+			r.chunks = append(r.chunks, k)
 		}
 		return rows.Err()
 	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, err
-	}
-	if !locked || failing || pending >= c.Lanes {
+	return r
+}
+
+// formWrites cuts the deliveries a read allows and queues their writes: the outbox rows
+// taken from and the deliveries, leased to the caller.
+func (s *Store) formWrites(w *pgx.Batch, r *formRead) ([]WebhookDelivery, error) {
+	if !r.locked || r.failing || r.pending >= r.c.Lanes {
 		return nil, nil
 	}
-	for _, sealed := range [][]byte{cur, prev} {
+	d := r.d
+	for _, sealed := range [][]byte{r.cur, r.prev} {
 		if sealed != nil {
 			sec, err := s.open(sealed)
 			if err != nil {
@@ -296,13 +324,12 @@ func (s *Store) formIn(ctx context.Context, tx pgx.Tx, b *pgx.Batch, cand formCa
 			d.Secrets = append(d.Secrets, sec)
 		}
 	}
-	d.EndpointID, d.BatchSize = cand.endpoint, cand.batch
-	batches, taken := cutBatches(chunks, held, min(room, c.Lanes-pending), cand.batch)
+	d.EndpointID, d.BatchSize = r.cand.endpoint, r.cand.batch
+	batches, taken := cutBatches(r.chunks, r.held, min(r.room, r.c.Lanes-r.pending), r.cand.batch)
 	if len(batches) == 0 {
 		return nil, nil
 	}
-	w := &pgx.Batch{}
-	for _, k := range chunks {
+	for _, k := range r.chunks {
 		places, ok := taken[k.id]
 		if !ok {
 			continue
@@ -318,14 +345,12 @@ func (s *Store) formIn(ctx context.Context, tx pgx.Tx, b *pgx.Batch, cand formCa
 				WHERE id = $1`, k.id, prefix, marks, takenMark)
 		}
 	}
+	out := make([]WebhookDelivery, 0, len(batches))
 	for _, evs := range batches {
 		dd := d
 		dd.ID, dd.Events = NewID(), evs
 		queueDelivery(w, dd)
 		out = append(out, dd)
-	}
-	if err := tx.SendBatch(ctx, w).Close(); err != nil {
-		return nil, err
 	}
 	return out, nil
 }

@@ -427,10 +427,10 @@ func expireLeases(t *testing.T, url string) {
 	}
 }
 
-// A success forms its endpoint's next deliveries in its own transaction, under the same rules
-// as a claim: the held events wait for their message.sent, lanes bound it, another endpoint's
-// events stay in the outbox, a success whose claim lapsed records and forms nothing, and while
-// a retry waits nothing new is formed (the success makes the retry due at once instead).
+// A success forms its endpoint's next deliveries in its transaction, under the same rules as a
+// claim: the held events wait for their message.sent, lanes bound it, another endpoint's events
+// stay in the outbox, a success whose claim lapsed is not recorded, and while a retry waits
+// nothing new is formed (the success makes the retry due at once instead).
 func TestWebhookSuccessFormsTheNext(t *testing.T) {
 	st, _ := pgtest.NewStore(t)
 	ctx := context.Background()
@@ -454,21 +454,28 @@ func TestWebhookSuccessFormsTheNext(t *testing.T) {
 	}
 	succeed := func(d persistence.WebhookDelivery, limit, lanes int) ([]persistence.WebhookDelivery, error) {
 		t.Helper()
-		ds, err := st.WebhookSucceeded(ctx, persistence.WebhookAttempt{DeliveryID: d.ID, LeaseUntil: d.LeaseUntil, EndpointID: w.ID,
-			At: time.Now(), StatusCode: 204, Succeeded: true}, persistence.WebhookClaim{Limit: limit, Lanes: lanes, Lease: time.Minute}, 2)
-		for _, d := range ds {
+		var forms []persistence.WebhookForm
+		if limit > 0 {
+			forms = []persistence.WebhookForm{{Endpoint: w.ID, Batch: 2, Limit: limit}}
+		}
+		res, err := st.WebhookSucceeded(ctx, []persistence.WebhookAttempt{{DeliveryID: d.ID, LeaseUntil: d.LeaseUntil, EndpointID: w.ID,
+			At: time.Now(), StatusCode: 204, Succeeded: true}}, forms, persistence.WebhookClaim{Lanes: lanes, Lease: time.Minute})
+		if err == nil && len(res.Lost) > 0 {
+			err = persistence.ErrLeaseLost
+		}
+		for _, d := range res.Formed {
 			if d.EndpointID != w.ID || d.BatchSize != 2 || len(d.Secrets) != 1 || d.AccountID != acct {
 				t.Fatalf("formed %+v; want the endpoint's, batch size 2, signed", d)
 			}
 		}
-		return ds, err
+		return res.Formed, err
 	}
 	t0 := attempt()
 	if ds, err := succeed(t0, 1, 4); err != nil || len(ds) != 1 || types(ds[0]) != "sent,sent" {
 		t.Fatalf("limit 1: %v, %v; want [sent sent]", ds, err)
 	}
-	if ds, err := succeed(t0, 10, 4); !errors.Is(err, persistence.ErrLeaseLost) || len(ds) != 0 {
-		t.Fatalf("the same success again: %v, %v; want ErrLeaseLost and nothing formed", ds, err)
+	if ds, err := succeed(t0, 0, 4); !errors.Is(err, persistence.ErrLeaseLost) || len(ds) != 0 {
+		t.Fatalf("the same success again: %v, %v; want it lost and nothing formed", ds, err)
 	}
 	ds, err := succeed(attempt(), 10, 2)
 	if err != nil || len(ds) != 1 || types(ds[0]) != "sent,delivered" {
@@ -492,6 +499,78 @@ func TestWebhookSuccessFormsTheNext(t *testing.T) {
 	log, err := st.WebhookDeliveries(ctx, acct, w.ID, persistence.DeliverySucceeded, persistence.Page{Size: 10})
 	if err != nil || len(log) != 4 {
 		t.Fatalf("succeeded deliveries: %d, %v; want the four test deliveries", len(log), err)
+	}
+}
+
+// Successes of several endpoints are recorded in one transaction, each with its attempt in the
+// log, one whose claim lapsed left as it was, and each endpoint's next deliveries formed.
+func TestWebhookSuccessesTogether(t *testing.T) {
+	st, url := pgtest.NewStore(t)
+	ctx := context.Background()
+	a, b := fundedAccount(t, st, 10_000), fundedAccount(t, st, 10_000)
+	wa, wb := newHook(t, st, a, 2, "message.sent"), newHook(t, st, b, 2, "message.sent")
+	var tests []persistence.WebhookDelivery
+	for _, w := range []persistence.Webhook{wa, wb, wa} {
+		if _, err := st.TestWebhook(ctx, w.AccountID, w.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests = claim(t, st, 3, 4)
+	if len(tests) != 3 {
+		t.Fatalf("claimed %d test deliveries; want 3", len(tests))
+	}
+	sent(t, st, a, 3, "a")
+	sent(t, st, b, 2, "b")
+	var as []persistence.WebhookAttempt
+	for i, d := range tests {
+		lease := d.LeaseUntil
+		if i == 2 {
+			lease = lease.Add(-time.Second) // another claim's: not this attempt's to record
+		}
+		as = append(as, persistence.WebhookAttempt{DeliveryID: d.ID, LeaseUntil: lease, EndpointID: d.EndpointID, At: time.Now(),
+			Duration: 30 * time.Millisecond, StatusCode: 200, Succeeded: true})
+	}
+	res, err := st.WebhookSucceeded(ctx, as, []persistence.WebhookForm{{Endpoint: wa.ID, Batch: 2, Limit: 4},
+		{Endpoint: wb.ID, Batch: 2, Limit: 4}}, persistence.WebhookClaim{Lanes: 4, Lease: time.Minute})
+	if err != nil || res.Unformed != nil {
+		t.Fatal(err, res.Unformed)
+	}
+	if len(res.Lost) != 1 || res.Lost[0] != tests[2].ID {
+		t.Fatalf("lost %v; want only %s, whose lease was another's", res.Lost, tests[2].ID)
+	}
+	perEndpoint := map[uuid.UUID]string{}
+	for _, d := range res.Formed {
+		perEndpoint[d.EndpointID] += "[" + types(d) + "]"
+	}
+	if perEndpoint[wa.ID] != "[sent,sent][sent]" || perEndpoint[wb.ID] != "[sent,sent]" {
+		t.Fatalf("formed %v; want a's three events in two deliveries and b's two in one", perEndpoint)
+	}
+	for _, w := range []persistence.Webhook{wa, wb} {
+		done, err := st.WebhookDeliveries(ctx, w.AccountID, w.ID, persistence.DeliverySucceeded, persistence.Page{Size: 10})
+		if err != nil || len(done) != 1 || done[0].Attempts != 1 || done[0].LastStatusCode == nil || *done[0].LastStatusCode != 200 {
+			t.Fatalf("%s succeeded: %+v, %v; want its one test delivery, attempted once with 200", w.ID, done, err)
+		}
+	}
+	if pending, err := st.WebhookDeliveries(ctx, a, wa.ID, persistence.DeliveryPending, persistence.Page{Size: 10}); err != nil ||
+		len(pending) != 3 {
+		t.Fatalf("a's pending: %d, %v; want the lost test delivery and the two formed", len(pending), err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var logged []string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(format('%s %s %s %s', delivery_id, attempt, status_code, duration_ms)
+		ORDER BY delivery_id), '{}') FROM webhook_attempts`).Scan(&logged); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{tests[0].ID.String() + " 1 200 30", tests[1].ID.String() + " 1 200 30"}
+	if tests[1].ID.String() < tests[0].ID.String() {
+		want[0], want[1] = want[1], want[0]
+	}
+	if strings.Join(logged, "|") != strings.Join(want, "|") {
+		t.Fatalf("attempts logged %v; want %v", logged, want)
 	}
 }
 

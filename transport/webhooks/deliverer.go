@@ -28,7 +28,7 @@ type Store interface {
 	ClaimWebhookDeliveries(ctx context.Context, c persistence.WebhookClaim) ([]persistence.WebhookDelivery, error)
 	WebhookEventMessages(ctx context.Context, accountID uuid.UUID, events []persistence.WebhookEvent) (map[uuid.UUID]persistence.MessageEventData, error)
 	WebhookAttempted(ctx context.Context, a persistence.WebhookAttempt, failingLimit time.Duration) (*persistence.DisabledWebhook, error)
-	WebhookSucceeded(ctx context.Context, a persistence.WebhookAttempt, next persistence.WebhookClaim, batch int) ([]persistence.WebhookDelivery, error)
+	WebhookSucceeded(ctx context.Context, as []persistence.WebhookAttempt, forms []persistence.WebhookForm, c persistence.WebhookClaim) (persistence.WebhookSuccesses, error)
 	PruneWebhooks(ctx context.Context, before time.Time, limit int) (int64, error)
 	WebhookBacklog(ctx context.Context) (persistence.WebhookBacklog, error)
 }
@@ -146,10 +146,21 @@ func NewClient(p Policy, perHost int) *http.Client {
 }
 
 // Run attempts the deliveries the rounds claim until ctx ends, then waits for the attempts
-// under way (cancelled: their leases lapse and another round takes them again).
+// under way (cancelled: their leases lapse and another round takes them again) and records
+// the successes they handed over.
 func (d *Deliverer) Run(ctx context.Context) {
+	successes := make(chan success, d.opts.InFlight)
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		d.record(ctx, successes)
+	}()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		wg.Wait()
+		close(successes)
+		<-recorded
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -158,7 +169,7 @@ func (d *Deliverer) Run(ctx context.Context) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d.attempt(ctx, w)
+				d.attempt(ctx, w, successes)
 				d.inflight.Add(-1)
 				d.opts.Wake()
 			}()
@@ -208,44 +219,12 @@ func (d *Deliverer) dispatch(ctx context.Context, claimed []persistence.WebhookD
 	return nil
 }
 
-// succeeded records a success and, in the same transaction, forms the endpoint's next
-// deliveries at once: its lane is free and the later events its delivery held may go now.
-// Waiting for a round instead would leave each endpoint's deliveries a round apart (the order
-// of a message's events makes its later events wait for the delivery of its message.sent).
-// Rounds still form the rest. bctx bounds the record, ctx the attempts of what it formed.
-func (d *Deliverer) succeeded(ctx, bctx context.Context, w persistence.WebhookDelivery, a persistence.WebhookAttempt) {
-	free := d.reserve(d.opts.Lanes)
-	formed, err := d.store.WebhookSucceeded(bctx, a, persistence.WebhookClaim{Limit: free, Lanes: d.opts.Lanes, Lease: d.opts.Lease},
-		w.BatchSize)
-	switch {
-	case errors.Is(err, persistence.ErrSealed):
-		d.log.Error("form webhook deliveries; a round forms them once the secret opens", slog.Any("error", err),
-			slog.String("endpoint", w.EndpointID.String()))
-	case err != nil:
-		d.recordFailed(err, w, a)
-	}
-	_ = d.dispatch(ctx, formed, free)
-}
-
-// recordFailed logs an attempt whose outcome was not recorded.
-func (d *Deliverer) recordFailed(err error, w persistence.WebhookDelivery, a persistence.WebhookAttempt) {
-	if errors.Is(err, persistence.ErrLeaseLost) {
-		// Its lease lapsed (an attempt longer than the lease, a pause) and another node may
-		// have taken it: that node's outcome is the delivery's, this one is dropped.
-		d.log.Warn("webhook attempt outlived its lease; its outcome is dropped", slog.String("delivery", w.ID.String()),
-			slog.Duration("took", a.Duration))
-		return
-	}
-	d.log.Error("record webhook attempt; its lease will lapse and it goes again", slog.Any("error", err),
-		slog.String("delivery", w.ID.String()))
-}
-
 // bookkeeping bounds recording an outcome, which must happen even when the attempt's context
 // has just ended.
 const bookkeeping = 5 * time.Second
 
-// attempt makes one attempt of a delivery and records it.
-func (d *Deliverer) attempt(ctx context.Context, w persistence.WebhookDelivery) {
+// attempt makes one attempt of a delivery and records it, or hands a success to the recorder.
+func (d *Deliverer) attempt(ctx context.Context, w persistence.WebhookDelivery, successes chan<- success) {
 	start := d.now()
 	if w.Attempts == 0 {
 		for _, e := range w.Events {
@@ -277,12 +256,12 @@ func (d *Deliverer) attempt(ctx context.Context, w persistence.WebhookDelivery) 
 			a.Disable = "the endpoint answered 410 Gone"
 		}
 	}
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeeping)
-	defer cancel()
 	if a.Succeeded {
-		d.succeeded(ctx, bctx, w, a)
+		successes <- success{w: w, a: a}
 		return
 	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeeping)
+	defer cancel()
 	disabled, err := d.store.WebhookAttempted(bctx, a, d.opts.FailingLimit)
 	if err != nil {
 		d.recordFailed(err, w, a)
