@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -29,4 +30,23 @@ func TestIDFloorBoundsIDsMintedThen(t *testing.T) {
 	if f.Version() != 7 {
 		t.Fatalf("version %d", f.Version())
 	}
+}
+
+// An event's public id is evt_ and its sequence number in 16 hex digits, as fmt spells it.
+func FuzzEventID(f *testing.F) {
+	for _, seq := range []int64{0, 1, 0xabc << 16, 1<<62 + 7, 1<<63 - 1} {
+		f.Add(seq)
+	}
+	f.Fuzz(func(t *testing.T, seq int64) {
+		if seq < 0 { // sequence numbers are positive
+			seq = -(seq + 1)
+		}
+		want := fmt.Sprintf("evt_%016x", seq)
+		if got := EventID(seq); got != want {
+			t.Fatalf("EventID(%d) = %s; want %s", seq, got, want)
+		}
+		if got := string(AppendEventID([]byte("x"), seq)); got != "x"+want {
+			t.Fatalf("AppendEventID(x, %d) = %s; want x%s", seq, got, want)
+		}
+	})
 }

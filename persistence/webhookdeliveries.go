@@ -41,8 +41,18 @@ type WebhookEvent struct {
 // ID is the event's public id.
 func (e WebhookEvent) ID() string { return EventID(e.Seq) }
 
-// EventID is the public id of an event: evt_ and its sequence number in hex.
-func EventID(seq int64) string { return "evt_" + fmt.Sprintf("%016x", seq) }
+// EventID is the public id of an event: evt_ and its sequence number in hex, 16 digits.
+func EventID(seq int64) string { return string(AppendEventID(nil, seq)) }
+
+// AppendEventID appends an event's public id (EventID) to b.
+func AppendEventID(b []byte, seq int64) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, "evt_"...)
+	for shift := 60; shift >= 0; shift -= 4 { // sequence numbers are positive
+		b = append(b, hex[uint64(seq)>>uint(shift)&0xf])
+	}
+	return b
+}
 
 // WebhookDelivery is a delivery claimed for an attempt.
 type WebhookDelivery struct {

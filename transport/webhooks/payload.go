@@ -3,6 +3,7 @@
 package webhooks
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -14,10 +15,11 @@ import (
 	"github.com/tuma-sms/tuma/persistence"
 )
 
-// messageData is a message event's data (CONTRACT §14).
+// messageData is a message event's data (CONTRACT §14). Its absent values are zero values
+// rather than pointers, so making one allocates nothing.
 type messageData struct {
 	MessageID         uuid.UUID
-	JobID             *uuid.UUID
+	JobID             uuid.UUID // uuid.Nil: null
 	CampaignID        *uuid.UUID
 	Reference         *string
 	Recipient         string // omitted when empty, as Network, SenderID and Parts
@@ -27,19 +29,31 @@ type messageData struct {
 	ProviderStatus    string
 	ProviderMessageID *string
 	Parts             int
-	CostCents         int64 // shown as KES with two decimals, as the API shows money
-	SentAt            *string
-	DeliveredAt       *string
+	CostCents         int64     // shown as KES with two decimals, as the API shows money
+	SentAt            time.Time // zero: null, as DeliveredAt
+	DeliveredAt       time.Time
 }
 
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// appendStamp writes a time as a JSON string in RFC 3339 (UTC, nanoseconds as needed): no
+// character of it needs escaping.
+func appendStamp(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
 
-func optStamp(t *time.Time) *string {
-	if t == nil {
-		return nil
+func appendOptStamp(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(b, "null"...)
 	}
-	s := stamp(*t)
-	return &s
+	return appendStamp(b, t)
+}
+
+func orZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 // Body renders a delivery's events; msgs has the messages its message events describe. A
@@ -54,12 +68,12 @@ func Body(d persistence.WebhookDelivery, msgs map[uuid.UUID]persistence.MessageE
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"id":`...)
-		b = appendString(b, e.ID())
-		b = append(b, `,"type":`...)
+		b = append(b, `{"id":"`...)
+		b = persistence.AppendEventID(b, e.Seq)
+		b = append(b, `","type":`...)
 		b = appendString(b, string(e.Type))
 		b = append(b, `,"created_at":`...)
-		b = appendString(b, stamp(e.CreatedAt))
+		b = appendStamp(b, e.CreatedAt)
 		b = append(b, `,"data":`...)
 		switch {
 		case e.Type.IsMessage():
@@ -78,10 +92,14 @@ func Body(d persistence.WebhookDelivery, msgs map[uuid.UUID]persistence.MessageE
 
 // appendMessage writes a message event's data in the order of CONTRACT §14.
 func appendMessage(b []byte, m messageData) []byte {
-	b = append(b, `{"message_id":"`...)
-	b = append(b, m.MessageID.String()...)
-	b = append(b, `","job_id":`...)
-	b = appendOptUUID(b, m.JobID)
+	b = append(b, `{"message_id":`...)
+	b = appendUUID(b, m.MessageID)
+	b = append(b, `,"job_id":`...)
+	if m.JobID == uuid.Nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendUUID(b, m.JobID)
+	}
 	b = append(b, `,"campaign_id":`...)
 	b = appendOptUUID(b, m.CampaignID)
 	b = append(b, `,"reference":`...)
@@ -107,9 +125,9 @@ func appendMessage(b []byte, m messageData) []byte {
 	b = append(b, `,"cost_kes":`...)
 	b = appendKES(b, m.CostCents)
 	b = append(b, `,"sent_at":`...)
-	b = appendOptString(b, m.SentAt)
+	b = appendOptStamp(b, m.SentAt)
 	b = append(b, `,"delivered_at":`...)
-	b = appendOptString(b, m.DeliveredAt)
+	b = appendOptStamp(b, m.DeliveredAt)
 	return append(b, '}')
 }
 
@@ -127,8 +145,23 @@ func appendOptUUID(b []byte, id *uuid.UUID) []byte {
 	if id == nil {
 		return append(b, "null"...)
 	}
+	return appendUUID(b, *id)
+}
+
+// appendUUID writes an id as a JSON string, as uuid.UUID.String spells it.
+func appendUUID(b []byte, id uuid.UUID) []byte {
+	var s [36]byte
+	hex.Encode(s[0:8], id[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], id[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], id[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], id[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], id[10:])
 	b = append(b, '"')
-	b = append(b, id.String()...)
+	b = append(b, s[:]...)
 	return append(b, '"')
 }
 
@@ -203,10 +236,10 @@ func messageEvent(e persistence.WebhookEvent, m persistence.MessageEventData) me
 	if m.ID == uuid.Nil { // gone since (deleted with its account): the id is all there is
 		return out
 	}
-	out.JobID, out.CampaignID, out.Reference = &m.JobID, m.CampaignID, m.Reference
+	out.JobID, out.CampaignID, out.Reference = m.JobID, m.CampaignID, m.Reference
 	out.Recipient, out.Network, out.SenderID = m.Recipient, m.Network.String(), m.Sender
 	out.ProviderMessageID, out.Parts, out.CostCents = m.ProviderMessageID, m.Parts, m.CostCents
-	out.SentAt, out.ProviderStatus = optStamp(m.SentAt), m.ProviderStatus
+	out.SentAt, out.ProviderStatus = orZero(m.SentAt), m.ProviderStatus
 	switch e.Type {
 	case persistence.EventMessageSent:
 		if m.Status != persistence.MessageSent { // final since: show the status the event reported
@@ -216,7 +249,7 @@ func messageEvent(e persistence.WebhookEvent, m persistence.MessageEventData) me
 			}
 		}
 	case persistence.EventMessageDelivered:
-		out.Status, out.DeliveredAt = string(persistence.MessageDelivered), optStamp(m.DeliveredAt)
+		out.Status, out.DeliveredAt = string(persistence.MessageDelivered), orZero(m.DeliveredAt)
 	case persistence.EventMessageFailed:
 		out.Status = string(persistence.MessageFailed)
 	}
