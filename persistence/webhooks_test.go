@@ -574,6 +574,50 @@ func TestWebhookSuccessesTogether(t *testing.T) {
 	}
 }
 
+// Deliveries formed together, one of message events only and one with an account event, read
+// back after their claim lapses: each has its events, the data of the event that has any (a
+// delivery of message events stores none), and none of the other's.
+func TestWebhookDeliveriesKeepTheirData(t *testing.T) {
+	st, url := pgtest.NewStore(t)
+	ctx := context.Background()
+	acct := fundedAccount(t, st, 10_000)
+	newHook(t, st, acct, 2, "message.sent", "wallet.low_balance")
+	msgs := sent(t, st, acct, 3, "t")
+	if ok, err := st.LowBalanceAlert(ctx, acct, persistence.NewNotification{Type: "low_balance", Title: "Low", Message: "Low"}); err != nil || !ok {
+		t.Fatalf("low balance alert: %v, %v", ok, err)
+	}
+	formed := claim(t, st, 10, 4)
+	if len(formed) != 2 || types(formed[0]) != "sent,sent" || types(formed[1]) != "sent,wallet.low_balance" {
+		t.Fatalf("formed %v; want [sent sent] [sent wallet.low_balance]", formed)
+	}
+	expireLeases(t, url)
+	again := claim(t, st, 10, 4)
+	if len(again) != 2 {
+		t.Fatalf("claimed %d again; want both", len(again))
+	}
+	byID := map[uuid.UUID]persistence.WebhookDelivery{again[0].ID: again[0], again[1].ID: again[1]}
+	for i, f := range formed {
+		got, ok := byID[f.ID]
+		if !ok || len(got.Events) != len(f.Events) {
+			t.Fatalf("delivery %d read back as %+v; want its %d events", i, got, len(f.Events))
+		}
+		for k, e := range got.Events {
+			if e.Seq != f.Events[k].Seq || e.Type != f.Events[k].Type || e.MessageID != f.Events[k].MessageID {
+				t.Errorf("delivery %d event %d read back as %+v; want %+v", i, k, e, f.Events[k])
+			}
+			if hasData := e.Data != nil; hasData != (e.Type == persistence.EventLowBalance) {
+				t.Errorf("delivery %d event %d (%s) data %s", i, k, e.Type, e.Data)
+			}
+		}
+	}
+	if low := byID[formed[1].ID].Events[1]; !strings.Contains(string(low.Data), `"balance_kes"`) {
+		t.Errorf("low balance event data %s; want its balance", low.Data)
+	}
+	if got := byID[formed[0].ID].Events; got[0].MessageID != msgs[0] || got[1].MessageID != msgs[1] {
+		t.Errorf("first delivery's messages %v; want %v", got, msgs[:2])
+	}
+}
+
 // A message's events that must wait for its message.sent stay in the outbox while the events
 // after them go: other messages do not wait on it, and its events still go in order.
 func TestWebhookHeldEventsLetOthersPass(t *testing.T) {
