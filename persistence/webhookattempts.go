@@ -1,5 +1,5 @@
-// Webhook attempts: recording an attempt's outcome, forming an endpoint's next deliveries in
-// the same transaction when it succeeded, and disabling an endpoint that keeps failing.
+// Webhook attempts: recording successes together with their endpoints' next deliveries, and
+// failures one at a time, disabling an endpoint that keeps failing.
 
 package persistence
 
@@ -36,17 +36,20 @@ type DisabledWebhook struct {
 	URL, Reason   string
 }
 
-// WebhookAttempted records an attempt: the delivery's new state, the attempt in its log, and
-// the endpoint's failure streak. A success closes the endpoint's circuit (its deliveries waiting
-// to be retried are due at once). An endpoint failing for failingLimit with no success, or told
-// to be disabled, is disabled with a webhook_disabled notification; it is returned. An
-// attempt whose claim lapsed and was taken by another node records nothing (ErrLeaseLost):
-// that node's attempt is the delivery's.
-func (s *Store) WebhookAttempted(ctx context.Context, a WebhookAttempt, failingLimit time.Duration) (*DisabledWebhook, error) {
+// WebhookFailed records an attempt that failed: the delivery waits for its retry (or has
+// failed, with no RetryAt), the attempt is in its log, and the endpoint's failure streak goes on.
+// An endpoint failing for failingLimit with no success, or told to be disabled, is disabled
+// with a webhook_disabled notification; it is returned. An attempt whose claim lapsed and was
+// taken by another node records nothing (ErrLeaseLost): that node's attempt is the delivery's.
+// Successes are recorded by WebhookSucceeded.
+func (s *Store) WebhookFailed(ctx context.Context, a WebhookAttempt, failingLimit time.Duration) (*DisabledWebhook, error) {
+	if a.Succeeded {
+		return nil, fmt.Errorf("record webhook attempt: the attempt of %s succeeded", a.DeliveryID)
+	}
 	var failingSince *time.Time
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: lazyBegin}, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		queueAttempt(b, a, &failingSince)
+		queueFailure(b, a, &failingSince)
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if errors.Is(err, ErrLeaseLost) {
@@ -78,8 +81,8 @@ type WebhookSuccesses struct {
 	Unformed error             // endpoints whose secret no longer opens (ErrSealed): nothing formed for them
 }
 
-// WebhookSucceeded records successful attempts together, each as WebhookAttempted records
-// one, and in the same transaction forms the next deliveries of each form's endpoint under the
+// WebhookSucceeded records successful attempts together (each delivery succeeded under its
+// claim, its attempt in the log, its endpoint's circuit closed), and in the same transaction forms the next deliveries of each form's endpoint under the
 // rules of a claim (c's Lanes and Lease): their lanes are free and the later events their
 // deliveries held may go now. At batch_size 100 a busy endpoint makes a success for every
 // 100 events, and what a transaction and its statements cost dominates what its rows do: a
@@ -137,8 +140,7 @@ func (s *Store) WebhookSucceeded(ctx context.Context, as []WebhookAttempt, forms
 	return res, nil
 }
 
-// queueSuccesses queues the record of successful attempts as one statement, as queueAttempt
-// records one: each delivery succeeded under its claim, its attempt in the log, and each of
+// queueSuccesses queues the record of successful attempts as one statement: each delivery succeeded under its claim, its attempt in the log, and each of
 // their endpoints' circuits closed (their retries due at once). It marks the deliveries
 // recorded; one whose claim lapsed is not.
 func queueSuccesses(b *pgx.Batch, as []WebhookAttempt, recorded map[uuid.UUID]bool) {
@@ -176,37 +178,32 @@ func queueSuccesses(b *pgx.Batch, as []WebhookAttempt, recorded map[uuid.UUID]bo
 	})
 }
 
-// queueAttempt queues an attempt's record as one statement: the delivery's new state under its
-// claim, the attempt in the log, the endpoint's failure streak (its start into failingSince,
-// when not nil) and, on a success that closes the circuit, the endpoint's retries made due.
-// Nothing is written, and the batch fails with ErrLeaseLost, when the claim is no longer held.
-func queueAttempt(b *pgx.Batch, a WebhookAttempt, failingSince **time.Time) {
+// queueFailure queues a failed attempt's record as one statement: the delivery's new state under
+// its claim, the attempt in the log and the endpoint's failure streak (its start into
+// failingSince, when not nil). Nothing is written, and the batch fails with ErrLeaseLost, when
+// the claim is no longer held.
+func queueFailure(b *pgx.Batch, a WebhookAttempt, failingSince **time.Time) {
 	var retry *time.Time
-	if !a.Succeeded && !a.RetryAt.IsZero() {
+	if !a.RetryAt.IsZero() {
 		retry = &a.RetryAt
 	}
 	b.Queue(`WITH d AS (
 			UPDATE webhook_deliveries SET attempts = attempts + 1, last_status_code = $2, last_error = nullif($3, ''),
 				lease_until = NULL,
-				status = CASE WHEN $4 THEN 'succeeded' WHEN $5::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
-				next_attempt_at = CASE WHEN $4 OR $7 THEN NULL ELSE $5 END, -- $7: its endpoint is being disabled
-				succeeded_at = CASE WHEN $4 THEN $6::timestamptz END,
-				finished_at = CASE WHEN $4 OR $5::timestamptz IS NULL THEN $6::timestamptz END,
-				holds = CASE WHEN $4 OR $5::timestamptz IS NULL THEN NULL ELSE holds END
-			WHERE id = $1 AND status = 'pending' AND lease_until = $8 RETURNING attempts),
+				status = CASE WHEN $4::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
+				next_attempt_at = CASE WHEN $6 THEN NULL ELSE $4 END, -- $6: its endpoint is being disabled
+				finished_at = CASE WHEN $4::timestamptz IS NULL THEN $5::timestamptz END,
+				holds = CASE WHEN $4::timestamptz IS NULL THEN NULL ELSE holds END
+			WHERE id = $1 AND status = 'pending' AND lease_until = $7 RETURNING attempts),
 		logged AS (
 			INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms, next_attempt_at)
-			SELECT $1, attempts, $6, $2, nullif($3, ''), $9, $5 FROM d),
+			SELECT $1, attempts, $5, $2, nullif($3, ''), $8, $4 FROM d),
 		streak AS (
-			UPDATE webhook_endpoints SET failing_since = CASE WHEN $4 THEN NULL ELSE coalesce(failing_since, $6) END
-			WHERE id = $10 AND EXISTS (SELECT FROM d) AND (NOT $4 OR failing_since IS NOT NULL)
-			RETURNING failing_since),
-		due AS (
-			UPDATE webhook_deliveries x SET next_attempt_at = now()
-			WHERE $4 AND EXISTS (SELECT FROM streak) AND x.endpoint_id = $10 AND x.status = 'pending'
-				AND x.next_attempt_at > now() AND x.id <> $1)
+			UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, $5)
+			WHERE id = $9 AND EXISTS (SELECT FROM d)
+			RETURNING failing_since)
 		SELECT (SELECT failing_since FROM streak) FROM d`,
-		a.DeliveryID, nullCode(a.StatusCode), a.Error, a.Succeeded, retry, a.At, a.Disable != "", a.LeaseUntil,
+		a.DeliveryID, nullCode(a.StatusCode), a.Error, retry, a.At, a.Disable != "", a.LeaseUntil,
 		a.Duration.Milliseconds(), a.EndpointID).QueryRow(func(r pgx.Row) error {
 		var since *time.Time
 		err := r.Scan(&since)

@@ -81,6 +81,20 @@ func claim(t *testing.T, st *persistence.Store, limit, lanes int) []persistence.
 	return ds
 }
 
+// recordSuccess records a delivery's success as a node's recorder does; ErrLeaseLost when its
+// claim had lapsed.
+func recordSuccess(ctx context.Context, st *persistence.Store, d persistence.WebhookDelivery, code int) error {
+	res, err := st.WebhookSucceeded(ctx, []persistence.WebhookAttempt{{DeliveryID: d.ID, EndpointID: d.EndpointID,
+		LeaseUntil: d.LeaseUntil, At: time.Now(), StatusCode: code, Succeeded: true}}, nil, persistence.WebhookClaim{})
+	if err != nil {
+		return err
+	}
+	if len(res.Lost) > 0 {
+		return persistence.ErrLeaseLost
+	}
+	return nil
+}
+
 func types(d persistence.WebhookDelivery) string {
 	var out []string
 	for _, e := range d.Events {
@@ -229,8 +243,7 @@ func TestWebhookDeliveryOrderAndCircuit(t *testing.T) {
 		t.Fatalf("claimed %d more while the message.sent deliveries are pending", len(again))
 	}
 	ok := func(d persistence.WebhookDelivery) {
-		if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: d.ID, LeaseUntil: d.LeaseUntil, EndpointID: w.ID, At: time.Now(),
-			StatusCode: 204, Succeeded: true}, 72*time.Hour); err != nil {
+		if err := recordSuccess(ctx, st, d, 204); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,7 +254,7 @@ func TestWebhookDeliveryOrderAndCircuit(t *testing.T) {
 	}
 	// The pending [s2 f2] fails: the circuit opens, nothing new is formed.
 	retry := time.Now().Add(time.Hour)
-	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[1].ID, LeaseUntil: ds[1].LeaseUntil, EndpointID: w.ID, At: time.Now(),
+	if _, err := st.WebhookFailed(ctx, persistence.WebhookAttempt{DeliveryID: ds[1].ID, LeaseUntil: ds[1].LeaseUntil, EndpointID: w.ID, At: time.Now(),
 		StatusCode: 500, Error: "HTTP 500", RetryAt: retry}, 72*time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +279,7 @@ func TestWebhookDeliveryOrderAndCircuit(t *testing.T) {
 		t.Fatalf("after the circuit closed: %v; want [sent]", rest)
 	}
 	// A delivery that has failed for good is retried by hand: due now, one more attempt.
-	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: rest[0].ID, LeaseUntil: rest[0].LeaseUntil, EndpointID: w.ID, At: time.Now(),
+	if _, err := st.WebhookFailed(ctx, persistence.WebhookAttempt{DeliveryID: rest[0].ID, LeaseUntil: rest[0].LeaseUntil, EndpointID: w.ID, At: time.Now(),
 		Error: "timeout"}, 72*time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -352,15 +365,13 @@ func TestWebhookClaimsDoNotOverlap(t *testing.T) {
 	// The first claimant's late outcome is dropped; the second's is recorded.
 	late := persistence.WebhookAttempt{DeliveryID: d[0].ID, EndpointID: d[0].EndpointID, LeaseUntil: d[0].LeaseUntil,
 		At: time.Now(), StatusCode: 500, Error: "HTTP 500", RetryAt: time.Now().Add(time.Hour)}
-	if _, err := st.WebhookAttempted(ctx, late, 0); !errors.Is(err, persistence.ErrLeaseLost) {
+	if _, err := st.WebhookFailed(ctx, late, 0); !errors.Is(err, persistence.ErrLeaseLost) {
 		t.Fatalf("an outcome under a lapsed lease: %v; want ErrLeaseLost", err)
 	}
-	now := persistence.WebhookAttempt{DeliveryID: taken.ID, EndpointID: taken.EndpointID, LeaseUntil: taken.LeaseUntil,
-		At: time.Now(), StatusCode: 204, Succeeded: true}
-	if _, err := st.WebhookAttempted(ctx, now, 0); err != nil {
+	if err := recordSuccess(ctx, st, taken, 204); err != nil {
 		t.Fatalf("the new claimant's outcome: %v", err)
 	}
-	if _, err := st.WebhookAttempted(ctx, now, 0); !errors.Is(err, persistence.ErrLeaseLost) {
+	if err := recordSuccess(ctx, st, taken, 204); !errors.Is(err, persistence.ErrLeaseLost) {
 		t.Errorf("an outcome recorded twice: %v; want ErrLeaseLost", err)
 	}
 	var attempts int
@@ -386,8 +397,7 @@ func TestWebhookRetention(t *testing.T) {
 	sent(t, st, acct, 3, "a")
 	ds := claim(t, st, 10, 10)
 	for _, d := range ds[:2] {
-		if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: d.ID, LeaseUntil: d.LeaseUntil, EndpointID: w.ID, At: time.Now(),
-			StatusCode: 200, Succeeded: true}, 0); err != nil {
+		if err := recordSuccess(ctx, st, d, 200); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -484,7 +494,7 @@ func TestWebhookSuccessFormsTheNext(t *testing.T) {
 	if again, err := succeed(attempt(), 10, 4); err != nil || len(again) != 0 {
 		t.Fatalf("formed %v, %v while every message.sent is pending", again, err)
 	}
-	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[0].ID, LeaseUntil: ds[0].LeaseUntil, EndpointID: w.ID, At: time.Now(),
+	if _, err := st.WebhookFailed(ctx, persistence.WebhookAttempt{DeliveryID: ds[0].ID, LeaseUntil: ds[0].LeaseUntil, EndpointID: w.ID, At: time.Now(),
 		StatusCode: 500, Error: "HTTP 500", RetryAt: time.Now().Add(time.Hour)}, 72*time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -624,7 +634,7 @@ func TestWebhookHeldEventsLetOthersPass(t *testing.T) {
 	st, _ := pgtest.NewStore(t)
 	ctx := context.Background()
 	acct := fundedAccount(t, st, 10_000)
-	w := newHook(t, st, acct, 2, "message.sent", "message.delivered")
+	newHook(t, st, acct, 2, "message.sent", "message.delivered")
 	first := sent(t, st, acct, 2, "h")
 	receipts(t, st, "h", true, true)
 	later := sent(t, st, acct, 2, "l")
@@ -633,8 +643,7 @@ func TestWebhookHeldEventsLetOthersPass(t *testing.T) {
 		ds[0].Events[0].MessageID != first[0] || ds[1].Events[0].MessageID != later[0] {
 		t.Fatalf("claimed %v; want the first two sent, then the later two past the held delivered", ds)
 	}
-	if _, err := st.WebhookAttempted(ctx, persistence.WebhookAttempt{DeliveryID: ds[0].ID, LeaseUntil: ds[0].LeaseUntil, EndpointID: w.ID, At: time.Now(),
-		StatusCode: 204, Succeeded: true}, 72*time.Hour); err != nil {
+	if err := recordSuccess(ctx, st, ds[0], 204); err != nil {
 		t.Fatal(err)
 	}
 	next := claim(t, st, 10, 4)

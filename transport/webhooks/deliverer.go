@@ -27,7 +27,7 @@ import (
 type Store interface {
 	ClaimWebhookDeliveries(ctx context.Context, c persistence.WebhookClaim) ([]persistence.WebhookDelivery, error)
 	WebhookEventMessages(ctx context.Context, accountID uuid.UUID, events []persistence.WebhookEvent) (map[uuid.UUID]persistence.MessageEventData, error)
-	WebhookAttempted(ctx context.Context, a persistence.WebhookAttempt, failingLimit time.Duration) (*persistence.DisabledWebhook, error)
+	WebhookFailed(ctx context.Context, a persistence.WebhookAttempt, failingLimit time.Duration) (*persistence.DisabledWebhook, error)
 	WebhookSucceeded(ctx context.Context, as []persistence.WebhookAttempt, forms []persistence.WebhookForm, c persistence.WebhookClaim) (persistence.WebhookSuccesses, error)
 	PruneWebhooks(ctx context.Context, before time.Time, limit int) (int64, error)
 	WebhookBacklog(ctx context.Context) (persistence.WebhookBacklog, error)
@@ -262,7 +262,7 @@ func (d *Deliverer) attempt(ctx context.Context, w persistence.WebhookDelivery, 
 	}
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeeping)
 	defer cancel()
-	disabled, err := d.store.WebhookAttempted(bctx, a, d.opts.FailingLimit)
+	disabled, err := d.store.WebhookFailed(bctx, a, d.opts.FailingLimit)
 	if err != nil {
 		d.recordFailed(err, w, a)
 		return
