@@ -160,15 +160,21 @@ func (r *hookReceiver) receive(w http.ResponseWriter, req *http.Request) {
 		message uuid.UUID
 	}
 	got := make([]arrival, len(events))
+	var stamp string // the events of a delivery mostly share their created_at: parsed once
+	var created time.Time
 	for i, e := range events {
 		if err != nil {
 			break
 		}
 		a := &got[i]
 		a.id = maphash.String(r.seed, e.ID)
-		if a.created, err = time.Parse(time.RFC3339, e.CreatedAt); err != nil {
-			break
+		if e.CreatedAt != stamp || i == 0 {
+			if created, err = time.Parse(time.RFC3339, e.CreatedAt); err != nil {
+				break
+			}
+			stamp = e.CreatedAt
 		}
+		a.created = created
 		switch e.Type {
 		case "message.sent":
 			a.bit = seenSent
@@ -194,11 +200,12 @@ func (r *hookReceiver) receive(w http.ResponseWriter, req *http.Request) {
 	r.stats.Deliveries++
 	for _, a := range got {
 		r.stats.Events++
-		if _, dup := r.events[a.id]; dup {
+		n := len(r.events)
+		r.events[a.id] = struct{}{}
+		if len(r.events) == n { // it was there: one probe, not two
 			r.stats.Duplicates++
 			continue
 		}
-		r.events[a.id] = struct{}{}
 		r.stats.Unique++
 		r.last = now
 		r.lat = append(r.lat, now.Sub(a.created))

@@ -158,6 +158,7 @@ func (s *Store) ExpandJob(ctx context.Context, j NewJob, from int, msgs []NewMes
 		// A message was accepted with its job, whenever its row is written: created_at says so.
 		var rows copyRows
 		rows.reset()
+		rows.grow(len(msgs) * 192) // 15 fields, four ids, number and sender (personalised texts grow it)
 		owed, failedOnly := j.receiptColumns()
 		for _, m := range msgs {
 			rows.row(15)

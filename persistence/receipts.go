@@ -116,6 +116,9 @@ func (s *Store) flushReceipts(ctx context.Context, rb ReceiptBatch, copyRefs boo
 		}
 		agg := newFlushAggregate()
 		agg.hooks = newHookEvents(hooks)
+		if agg.hooks.any() {
+			agg.remember = s.hookCache.list()
+		}
 		if err := flushSubmitted(ctx, tx, rb.Submitted, agg, copyRefs); err != nil {
 			return err
 		}
@@ -290,6 +293,7 @@ func recordProviderRefs(ctx context.Context, tx pgx.Tx, subs []Submitted, agg *f
 	if copyRefs {
 		var rows copyRows
 		rows.reset()
+		rows.grow(len(pids) * 80) // 2 + 4 fields' lengths, the ids, a provider id of ≈ 20
 		for i := range pids {
 			rows.row(4)
 			rows.text(pids[i])

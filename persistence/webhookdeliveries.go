@@ -423,8 +423,15 @@ func cutBatches(chunks []outboxChunk, held []uuid.UUID, n, size int) ([][]Webhoo
 			} else {
 				ev.Data = k.data
 			}
+			if cur == nil {
+				cur = make([]WebhookEvent, 0, size)
+			}
 			cur = append(cur, ev)
-			taken[k.id] = append(taken[k.id], i)
+			places, ok := taken[k.id]
+			if !ok {
+				places = make([]int, 0, min(len(k.types)-i, n*size))
+			}
+			taken[k.id] = append(places, i)
 		}
 	}
 	if len(cur) > 0 && len(out) < n {
