@@ -36,30 +36,77 @@ func (s *Store) WebhookDeliveries(ctx context.Context, accountID, endpointID uui
 	if _, err := s.WebhookByID(ctx, accountID, endpointID); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, status, event_seqs, event_types, attempts, last_status_code, last_error,
-			CASE WHEN status = 'pending' THEN greatest(next_attempt_at, lease_until) END, created_at, succeeded_at
-		FROM webhook_deliveries
+	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries
 		WHERE endpoint_id = $1 AND account_id = $2 AND ($3 = '' OR status = $3) AND ($4::uuid IS NULL OR id < $4)
 		ORDER BY endpoint_id, id DESC LIMIT $5 OFFSET $6`, endpointID, accountID, string(status), p.After, p.Size, max(p.offset(), 0))
 	if err != nil {
 		return nil, fmt.Errorf("webhook deliveries: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeliveryRecord, error) {
-		var d DeliveryRecord
-		var seqs []int64
-		var types []int16
-		err := r.Scan(&d.ID, &d.Status, &seqs, &types, &d.Attempts, &d.LastStatusCode, &d.LastError, &d.NextAttemptAt,
-			&d.CreatedAt, &d.SucceededAt)
-		for i := range seqs {
-			d.EventIDs = append(d.EventIDs, EventID(seqs[i]))
-			d.EventTypes = append(d.EventTypes, eventTypeOf(types[i]))
-		}
-		return d, err
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeliveryRecord, error) { return scanDelivery(r) })
 	if err != nil {
 		return nil, fmt.Errorf("webhook deliveries: %w", err)
 	}
 	return out, nil
+}
+
+// deliveryColumns are a DeliveryRecord's, as scanDelivery reads them.
+const deliveryColumns = `id, status, event_seqs, event_types, attempts, last_status_code, last_error,
+	CASE WHEN status = 'pending' THEN greatest(next_attempt_at, lease_until) END, created_at, succeeded_at`
+
+func scanDelivery(r pgx.Row) (DeliveryRecord, error) {
+	var d DeliveryRecord
+	var seqs []int64
+	var types []int16
+	err := r.Scan(&d.ID, &d.Status, &seqs, &types, &d.Attempts, &d.LastStatusCode, &d.LastError, &d.NextAttemptAt,
+		&d.CreatedAt, &d.SucceededAt)
+	for i := range seqs {
+		d.EventIDs = append(d.EventIDs, EventID(seqs[i]))
+		d.EventTypes = append(d.EventTypes, eventTypeOf(types[i]))
+	}
+	return d, err
+}
+
+// AttemptRecord is one attempt of a delivery, as its log keeps it.
+type AttemptRecord struct {
+	Attempt       int
+	At            time.Time
+	StatusCode    *int    // nil: no answer
+	Error         *string // why it failed; nil for a success
+	Duration      time.Duration
+	NextAttemptAt *time.Time // the retry it scheduled, if any
+}
+
+// MaxAttemptsShown bounds the attempts WebhookDelivery returns: the latest ones.
+const MaxAttemptsShown = 50
+
+// WebhookDelivery is one of the endpoint's deliveries with its latest attempts (up to
+// MaxAttemptsShown), newest first. An unknown delivery, another endpoint's or another
+// account's, is ErrNotFound.
+func (s *Store) WebhookDelivery(ctx context.Context, accountID, endpointID, deliveryID uuid.UUID) (DeliveryRecord, []AttemptRecord, error) {
+	d, err := scanDelivery(s.pool.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries
+		WHERE id = $3 AND endpoint_id = $2 AND account_id = $1`, accountID, endpointID, deliveryID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return DeliveryRecord{}, nil, ErrNotFound
+	}
+	if err != nil {
+		return DeliveryRecord{}, nil, fmt.Errorf("webhook delivery: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT attempt, at, status_code, error, duration_ms, next_attempt_at
+		FROM webhook_attempts WHERE delivery_id = $1 ORDER BY attempt DESC LIMIT $2`, deliveryID, MaxAttemptsShown)
+	if err != nil {
+		return DeliveryRecord{}, nil, fmt.Errorf("webhook delivery attempts: %w", err)
+	}
+	attempts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AttemptRecord, error) {
+		var a AttemptRecord
+		var ms int32
+		err := r.Scan(&a.Attempt, &a.At, &a.StatusCode, &a.Error, &ms, &a.NextAttemptAt)
+		a.Duration = time.Duration(ms) * time.Millisecond
+		return a, err
+	})
+	if err != nil {
+		return DeliveryRecord{}, nil, fmt.Errorf("webhook delivery attempts: %w", err)
+	}
+	return d, attempts, nil
 }
 
 // RetryWebhookDelivery makes one of the endpoint's deliveries due now, whatever its status

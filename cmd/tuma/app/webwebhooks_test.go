@@ -195,6 +195,11 @@ func TestDashboardWebhooksOtherTenant(t *testing.T) {
 			t.Errorf("POST %s = %d; want 404", path, r.Status)
 		}
 	}
+	for _, path := range []string{theirs + "/deliveries/" + did, "/app/developers/webhooks/" + own + "/deliveries/" + did} {
+		if r := p.get(path); r.Status != http.StatusNotFound || strings.Contains(r.Body, did) {
+			t.Errorf("GET %s = %d; want 404 that does not show the delivery", path, r.Status)
+		}
+	}
 	if r := p.get("/app/developers/webhooks"); strings.Contains(r.Body, "93.184.216.34/h") {
 		t.Errorf("the intruder's list shows another tenant's endpoint")
 	}
@@ -287,6 +292,28 @@ func TestDashboardWebhooksInBrowser(t *testing.T) {
 	b.reloadUntil("the retried delivery succeeded", func(rows []string) bool {
 		return len(rows) == 2 && rows[0] == "Succeeded 204" && rows[1] == "Succeeded 204"
 	})
+
+	// The retried delivery's own page: every attempt, newest first (four 500s on the schedule,
+	// then the retry's 204), its one event, and Retry again from there.
+	endpoint, _, _ := strings.Cut(b.path(), "#")
+	newest := b.eval(`return document.querySelector('#log tbody tr th a').innerText.trim();`)
+	b.submit(newest)
+	b.waitText("Attempts")
+	attempts := b.eval(`return [...document.querySelectorAll('section[aria-labelledby=attempts-h] tbody tr')].map(tr =>
+		tr.querySelector('th').innerText.trim() + ' ' + tr.querySelector('[data-label=Answer]').innerText.trim().split('\n')[0]).join('|');`)
+	if attempts != "5 204 (succeeded)|4 500|3 500|2 500|1 500" {
+		t.Errorf("the delivery's attempts read %q; want the retry's 204 over four 500s", attempts)
+	}
+	if events := b.eval(`return [...document.querySelectorAll('section[aria-labelledby=events-h] tbody tr')].map(tr => tr.innerText.trim()).join('|');`); !strings.Contains(events, "webhook.test") || strings.Contains(events, "|") {
+		t.Errorf("the delivery's events read %q; want its one webhook.test", events)
+	}
+	b.checkWidths("webhook-delivery")
+	b.submit("Retry")
+	b.waitText("The delivery is due again now.")
+	if got := b.path(); !strings.HasSuffix(got, "/deliveries/"+newest) {
+		t.Errorf("Retry on the delivery's page went to %s; want the page again", got)
+	}
+	b.open(endpoint)
 
 	b.click("Delete endpoint")
 	b.submit("Delete this endpoint")

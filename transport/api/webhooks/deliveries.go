@@ -52,6 +52,13 @@ func (h *Handler) DeliveryList(accountID, endpointID uuid.UUID, status persisten
 	return h.lists.Of(api.WebhookDeliveryList, accountID, "endpoint="+endpointID.String(), "status="+string(status))
 }
 
+// Delivery is one of the endpoint's deliveries with its latest attempts, newest first (the
+// dashboard's page of a delivery); an unknown delivery, or another account's, is
+// persistence.ErrNotFound.
+func (h *Handler) Delivery(ctx context.Context, accountID, endpointID, deliveryID uuid.UUID) (persistence.DeliveryRecord, []persistence.AttemptRecord, error) {
+	return h.store.WebhookDelivery(ctx, accountID, endpointID, deliveryID)
+}
+
 // Retry makes one of the endpoint's deliveries due now, whatever its status; an unknown
 // delivery, or another account's, is persistence.ErrNotFound.
 func (h *Handler) Retry(ctx context.Context, accountID, endpointID, deliveryID uuid.UUID) error {

@@ -32,6 +32,7 @@ type Store interface {
 	RollWebhookSecret(ctx context.Context, accountID, id uuid.UUID, overlap time.Duration) (string, error)
 	WebhookDeliveries(ctx context.Context, accountID, endpointID uuid.UUID, status persistence.DeliveryStatus, p persistence.Page) ([]persistence.DeliveryRecord, error)
 	RetryWebhookDelivery(ctx context.Context, accountID, endpointID, deliveryID uuid.UUID) error
+	WebhookDelivery(ctx context.Context, accountID, endpointID, deliveryID uuid.UUID) (persistence.DeliveryRecord, []persistence.AttemptRecord, error)
 	TestWebhook(ctx context.Context, accountID, endpointID uuid.UUID) (uuid.UUID, error)
 }
 

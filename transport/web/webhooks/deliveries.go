@@ -153,7 +153,8 @@ func (p *Pages) retry(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err := p.Ops.Retry(ctx, web.AccountID(rc), w.ID, did); err != nil {
 		return err
 	}
-	status := web.ReadForm(rc).Get("status")
+	f := web.ReadForm(rc)
+	status := f.Get("status")
 	if !slices.Contains(persistence.DeliveryStatuses(), persistence.DeliveryStatus(status)) {
 		status = ""
 	}
@@ -162,5 +163,8 @@ func (p *Pages) retry(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		msg = "The delivery is due again, but the endpoint is disabled: it goes out once you enable it."
 	}
 	p.Site.Flash(rc, "success", msg)
+	if f.Get("back") == "delivery" { // sent from the delivery's own page
+		return api.SeeOther(rc, deliveryPath(w.ID, did))
+	}
 	return api.SeeOther(rc, logURL(w.ID, status, ""))
 }

@@ -1,6 +1,7 @@
 // Package webhooks is the dashboard's webhook pages (/app/developers/webhooks): the account's
 // endpoints and a form to add one, whose signing secret is shown once; each endpoint's page
-// with its settings, deletion, test event, secret roll and delivery log with redelivery.
+// with its settings, deletion, test event, secret roll and delivery log with redelivery, and
+// each delivery's page with its events and attempts.
 // Every action runs the JSON API's operation (transport/api/webhooks), so the rules, limits
 // and errors are the API's.
 package webhooks
@@ -30,6 +31,7 @@ type Operations interface {
 	Create(ctx context.Context, accountID uuid.UUID, in webhooksapi.Endpoint) (persistence.Webhook, string, error)
 	Deliveries(ctx context.Context, accountID, endpointID uuid.UUID, status persistence.DeliveryStatus, p persistence.Page) ([]persistence.DeliveryRecord, error)
 	DeliveryList(accountID, endpointID uuid.UUID, status persistence.DeliveryStatus) api.List
+	Delivery(ctx context.Context, accountID, endpointID, deliveryID uuid.UUID) (persistence.DeliveryRecord, []persistence.AttemptRecord, error)
 	Retry(ctx context.Context, accountID, endpointID, deliveryID uuid.UUID) error
 	Test(ctx context.Context, accountID, endpointID uuid.UUID) (uuid.UUID, error)
 	RollSecret(ctx context.Context, accountID, endpointID uuid.UUID, expiresIn *int) (string, error)
@@ -66,6 +68,7 @@ func (p *Pages) RegisterPages(r *web.Router) {
 	r.Page("POST", listPath+"/{id}/delete", p.delete)
 	r.Page("POST", listPath+"/{id}/test", p.test)
 	r.Page("POST", listPath+"/{id}/roll-secret", p.roll)
+	r.Page("GET", listPath+"/{id}/deliveries/{delivery_id}", p.delivery)
 	r.Page("POST", listPath+"/{id}/deliveries/{delivery_id}/retry", p.retry)
 }
 
