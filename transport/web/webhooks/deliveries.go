@@ -140,13 +140,9 @@ func logURL(id uuid.UUID, status, cursor string) string {
 }
 
 // retry makes a delivery due now with POST /webhooks/{id}/deliveries/{delivery_id}/retry's
-// operation, and goes back to the log as it was filtered.
+// operation, and goes back to the log as it was filtered (or to the delivery's page, from there).
 func (p *Pages) retry(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	w, err := p.hookOf(ctx, rc)
-	if err != nil {
-		return err
-	}
-	did, err := api.PathID(rc, "delivery_id")
+	w, did, err := p.deliveryOf(ctx, rc)
 	if err != nil {
 		return err
 	}

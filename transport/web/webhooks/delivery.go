@@ -59,14 +59,21 @@ func deliveryPath(hook, delivery uuid.UUID) string {
 	return hookPath(hook) + "/deliveries/" + delivery.String()
 }
 
+// deliveryOf is the endpoint and the delivery id the address names; another account's
+// endpoint is 404 (the delivery's owner is checked by the operation).
+func (p *Pages) deliveryOf(ctx context.Context, rc *fasthttp.RequestCtx) (persistence.Webhook, uuid.UUID, error) {
+	w, err := p.hookOf(ctx, rc)
+	if err != nil {
+		return persistence.Webhook{}, uuid.Nil, err
+	}
+	did, err := api.PathID(rc, "delivery_id")
+	return w, did, err
+}
+
 // delivery shows one of the endpoint's deliveries; another endpoint's, or another account's,
 // is 404.
 func (p *Pages) delivery(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	w, err := p.hookOf(ctx, rc)
-	if err != nil {
-		return err
-	}
-	did, err := api.PathID(rc, "delivery_id")
+	w, did, err := p.deliveryOf(ctx, rc)
 	if err != nil {
 		return err
 	}
