@@ -82,11 +82,12 @@ type WebhookSuccesses struct {
 }
 
 // WebhookSucceeded records successful attempts together (each delivery succeeded under its
-// claim, its attempt in the log, its endpoint's circuit closed), and in the same transaction forms the next deliveries of each form's endpoint under the
-// rules of a claim (c's Lanes and Lease): their lanes are free and the later events their
-// deliveries held may go now. At batch_size 100 a busy endpoint makes a success for every
-// 100 events, and what a transaction and its statements cost dominates what its rows do: a
-// node records the successes that ended while its last such transaction ran in the next one.
+// claim, its attempt in the log, its endpoint's circuit closed), and in the same transaction
+// forms the next deliveries of each form's endpoint under the rules of a claim (c's Lanes and
+// Lease): their lanes are free and the later events their deliveries held may go now. At
+// batch_size 100 a busy endpoint makes a success for every 100 events, and what a transaction
+// and its statements cost dominates what its rows do: a node records the successes that ended
+// while its last such transaction ran in the next one.
 func (s *Store) WebhookSucceeded(ctx context.Context, as []WebhookAttempt, forms []WebhookForm, c WebhookClaim) (WebhookSuccesses, error) {
 	for _, a := range as {
 		if !a.Succeeded {
@@ -140,9 +141,10 @@ func (s *Store) WebhookSucceeded(ctx context.Context, as []WebhookAttempt, forms
 	return res, nil
 }
 
-// queueSuccesses queues the record of successful attempts as one statement: each delivery succeeded under its claim, its attempt in the log, and each of
-// their endpoints' circuits closed (their retries due at once). It marks the deliveries
-// recorded; one whose claim lapsed is not.
+// queueSuccesses queues the record of successful attempts as one statement: each delivery
+// succeeded under its claim, its attempt in the log, and each of their endpoints' circuits
+// closed (their retries due at once). It marks the deliveries recorded; one whose claim lapsed
+// is not.
 func queueSuccesses(b *pgx.Batch, as []WebhookAttempt, recorded map[uuid.UUID]bool) {
 	n := len(as)
 	ids, leases, codes, ms, ats := make([]uuid.UUID, n), make([]time.Time, n), make([]int32, n), make([]int32, n), make([]time.Time, n)
