@@ -13,6 +13,8 @@
 #   AB_PORT          the nodes' port (default 18090)
 #   AB_OUT           where results and logs go (default bench/results/ab)
 #   AB_THRESHOLD     compare's noise threshold in percent (default its own, 25)
+#   AB_ENV_A, AB_ENV_B  settings of each side's node, as VAR=value words: one build with two
+#                    settings is `bench/ab.sh bin/tuma bin/tuma` with AB_ENV_B=TUMA_X=2
 #
 # Build an older commit beside this tree with, for example:
 #   git worktree add /tmp/old <commit> && (cd /tmp/old && go build -o /tmp/tuma-old ./cmd/tuma)
@@ -43,6 +45,8 @@ SERVER=${SERVER%/}
 PORT=${AB_PORT:-18090}
 OUT=${AB_OUT:-bench/results/ab}
 URL="http://127.0.0.1:$PORT"
+ENV_A=${AB_ENV_A:-}
+ENV_B=${AB_ENV_B:-}
 TOKEN="bench-ab-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
 mkdir -p "$OUT"
 rm -f "$OUT"/a-*.json "$OUT"/b-*.json
@@ -57,14 +61,15 @@ stop() {
 }
 trap stop EXIT
 
-# one SIDE N BIN: a fresh database and node, one run, the node stopped.
+# one SIDE N BIN [VAR=value…]: a fresh database and node, one run, the node stopped.
 one() {
 	local side=$1 n=$2 bin=$3 db="tuma_ab_$1$2"
+	shift 3
 	psql "$SERVER/postgres?sslmode=disable" -qAt -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null
 	TUMA_HTTP_ADDR="127.0.0.1:$PORT" TUMA_DATABASE_URL="$SERVER/$db?sslmode=disable" \
 		TUMA_REDIS_PREFIX="tuma-ab-$side$n:" TUMA_ADMIN_TOKEN="$TOKEN" TUMA_ACCESS_LOG=false \
 		TUMA_LOG_LEVEL=warn TUMA_BCRYPT_COST=6 TUMA_SIM_LATENCY=1ms TUMA_RATE_LIMIT_RPS=0 \
-		TUMA_SIGNUP_LIMIT_PER_IP=0 TUMA_AUTH_LIMIT_PER_IP=0 "$bin" serve >"$OUT/server-$side$n.log" 2>&1 &
+		TUMA_SIGNUP_LIMIT_PER_IP=0 TUMA_AUTH_LIMIT_PER_IP=0 env "$@" "$bin" serve >"$OUT/server-$side$n.log" 2>&1 &
 	pid=$!
 	local ready=
 	for _ in $(seq 1 120); do
@@ -80,7 +85,7 @@ one() {
 		tail -5 "$OUT/server-$side$n.log" >&2
 		exit 1
 	fi
-	echo "== $side$n: $bin"
+	echo "== $side$n: $bin $*"
 	"$LAB" bench --url "$URL" --admin-token "$TOKEN" --json "$OUT/$side-$n.json" "${FLAGS[@]}" |
 		grep -E '^(load|end to end|  end-to-end rate|server CPU|database CPU|accept latency)' || true
 	stop
@@ -88,11 +93,11 @@ one() {
 
 for n in $(seq 1 "$RUNS"); do
 	if [ $((n % 2)) -eq 1 ]; then
-		one a "$n" "$A"
-		one b "$n" "$B"
+		one a "$n" "$A" $ENV_A
+		one b "$n" "$B" $ENV_B
 	else
-		one b "$n" "$B"
-		one a "$n" "$A"
+		one b "$n" "$B" $ENV_B
+		one a "$n" "$A" $ENV_A
 	fi
 done
 "$LAB" bench compare ${AB_THRESHOLD:+--threshold "$AB_THRESHOLD"} "$OUT"/a-*.json -- "$OUT"/b-*.json

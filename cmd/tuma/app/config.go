@@ -49,6 +49,7 @@ type Config struct {
 	CampaignWindow    int
 	JobWindow         int // 0: no limit
 	ImportWorkers     int // transactions a contact import merges in at once
+	AcceptWriters     int // group-commit writers of accepted sends
 	SenderFees        SenderFees
 	DataDir           string
 	Carriers          string
