@@ -51,44 +51,19 @@ TOKEN="bench-ab-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
 mkdir -p "$OUT"
 rm -f "$OUT"/a-*.json "$OUT"/b-*.json
 
-pid=
-stop() {
-	if [ -n "$pid" ]; then
-		kill -TERM "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-		pid=
-	fi
-}
-trap stop EXIT
+. bench/node.sh
+trap node_stop EXIT
 
 # one SIDE N BIN [VAR=value…]: a fresh database and node, one run, the node stopped.
 one() {
 	local side=$1 n=$2 bin=$3 db="tuma_ab_$1$2"
 	shift 3
 	psql "$SERVER/postgres?sslmode=disable" -qAt -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null
-	TUMA_HTTP_ADDR="127.0.0.1:$PORT" TUMA_DATABASE_URL="$SERVER/$db?sslmode=disable" \
-		TUMA_REDIS_PREFIX="tuma-ab-$side$n:" TUMA_ADMIN_TOKEN="$TOKEN" TUMA_ACCESS_LOG=false \
-		TUMA_LOG_LEVEL=warn TUMA_BCRYPT_COST=6 TUMA_SIM_LATENCY=1ms TUMA_RATE_LIMIT_RPS=0 \
-		TUMA_SIGNUP_LIMIT_PER_IP=0 TUMA_AUTH_LIMIT_PER_IP=0 env "$@" "$bin" serve >"$OUT/server-$side$n.log" 2>&1 &
-	pid=$!
-	local ready=
-	for _ in $(seq 1 120); do
-		if curl -fsS "$URL/readyz" >/dev/null 2>&1; then
-			ready=1
-			break
-		fi
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.5
-	done
-	if [ -z "$ready" ]; then
-		echo "ab: the node of $bin did not become ready; see $OUT/server-$side$n.log" >&2
-		tail -5 "$OUT/server-$side$n.log" >&2
-		exit 1
-	fi
+	node_start "$SERVER/$db?sslmode=disable" "tuma-ab-$side$n:" "$OUT/server-$side$n.log" "$bin" TUMA_SIM_LATENCY=1ms "$@"
 	echo "== $side$n: $bin $*"
 	"$LAB" bench --url "$URL" --admin-token "$TOKEN" --json "$OUT/$side-$n.json" "${FLAGS[@]}" |
 		grep -E '^(load|end to end|  end-to-end rate|server CPU|database CPU|accept latency)' || true
-	stop
+	node_stop
 }
 
 for n in $(seq 1 "$RUNS"); do

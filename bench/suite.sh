@@ -36,37 +36,14 @@ if command -v psql >/dev/null 2>&1; then
 	psql "$admin" -qAt -c "DROP DATABASE IF EXISTS \"$name\" WITH (FORCE)" >/dev/null
 fi
 
-pid=
-stop() {
-	if [ -n "$pid" ]; then
-		kill -TERM "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-		pid=
-	fi
-}
-trap stop EXIT
+. bench/node.sh
+trap node_stop EXIT
 
 # start NAME [VAR=value …]: a node on the simulated networks, waiting until it is ready.
 start() {
 	local name=$1
 	shift
-	env TUMA_HTTP_ADDR="127.0.0.1:$PORT" TUMA_DATABASE_URL="$DB" TUMA_REDIS_PREFIX="tuma-bench:" \
-		TUMA_ADMIN_TOKEN="$TOKEN" TUMA_ACCESS_LOG=false TUMA_LOG_LEVEL=warn TUMA_BCRYPT_COST=6 \
-		TUMA_RATE_LIMIT_RPS=0 TUMA_SIGNUP_LIMIT_PER_IP=0 TUMA_AUTH_LIMIT_PER_IP=0 "$@" "$BIN" serve >"$OUT/server-$name.log" 2>&1 &
-	pid=$!
-	for _ in $(seq 1 120); do
-		if curl -fsS "$URL/readyz" >/dev/null 2>&1; then
-			return 0
-		fi
-		if ! kill -0 "$pid" 2>/dev/null; then
-			echo "bench: the node did not start; see $OUT/server-$name.log" >&2
-			tail -5 "$OUT/server-$name.log" >&2
-			exit 1
-		fi
-		sleep 0.5
-	done
-	echo "bench: the node did not become ready within a minute" >&2
-	exit 1
+	node_start "$DB" "tuma-bench:" "$OUT/server-$name.log" "$BIN" "$@"
 }
 
 # run SCENARIO [flags…]: a run whose checks fail is reported at the end, the others still run.
@@ -93,7 +70,7 @@ if [ "$HEADLINE_RUNS" -gt 0 ]; then
 		run small --duration 20s --db-cpu --json "$OUT/headline/small-$i.json"
 		run bulk --duration 10s --rate 10 --json "$OUT/headline/bulk-$i.json"
 	done
-	stop
+	node_stop
 	"$LAB" bench headline "$OUT"/headline/*.json
 	echo
 fi
@@ -104,11 +81,11 @@ run bulk --duration "$DURATION"
 run small --duration "$DURATION"
 run mixed --duration "$DURATION"
 run soak --duration "$(( ${DURATION%s} * 2 ))s"
-stop
+node_stop
 
 start throttled TUMA_LINK_TPS="$CAPS"
 run throttled --caps "$CAPS"
-stop
+node_stop
 
 echo
 echo "== Summary (results in $OUT; compare runs with bin/tuma-lab bench compare)"
