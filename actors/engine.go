@@ -223,7 +223,7 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 	}
 	child := func(name string) *actor.PID { return actor.NewPID(e.sys.Address(), "engine/"+name) }
 	e.supervisor = actor.NewPID(e.sys.Address(), "engine")
-	for i := range opts.AcceptShards {
+	for i := range opts.AcceptWriters {
 		e.writers = append(e.writers, child(fmt.Sprintf("writer-%d", i)))
 		e.fixed.writers = append(e.fixed.writers, &writerState{})
 	}

@@ -33,7 +33,7 @@ type Options struct {
 	WaitingInline    int64
 	TenantIdle       time.Duration // a tenant actor with nothing to do stops after this (5m)
 	AcceptBatch      int           // sends per group commit (256)
-	AcceptShards     int           // group-commit writers, each owning a disjoint share of accounts (1)
+	AcceptWriters    int           // group-commit writers, each owning a disjoint share of accounts (1)
 	ReceiptsBatch    int           // transitions per flush (2000)
 	ReceiptsShards   int           // receipts actors flushing in parallel, each owning a share of messages (2)
 	Expansions       int           // large jobs expanded into message rows at once (1)
@@ -86,7 +86,7 @@ func (o *Options) setDefaults() {
 		o.WaitingInline = 65_536
 	}
 	def(&o.AcceptBatch, 256)
-	def(&o.AcceptShards, 1)
+	def(&o.AcceptWriters, 1)
 	def(&o.ReceiptsBatch, 2000)
 	def(&o.ReceiptsShards, 2)
 	def(&o.Expansions, 1)

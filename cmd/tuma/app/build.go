@@ -337,7 +337,7 @@ func (a *App) startEngine(ctx context.Context) error {
 		WaitingInline:   messageBudget(cfg.WaitingMessages),
 		CampaignWindow:  cfg.CampaignWindow,
 		JobWindow:       jobWindow(cfg.JobWindow),
-		AcceptShards:    cfg.AcceptWriters,
+		AcceptWriters:   cfg.AcceptWriters,
 		BulkYield:       cfg.BulkAcceptYield,
 		Now:             a.now,
 		QuietCheck:      cfg.QuietHoursCheck,
