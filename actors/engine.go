@@ -29,14 +29,16 @@ type Store interface {
 	FoldProgress(ctx context.Context, limit int) (persistence.FoldResult, error)
 	Backlog(ctx context.Context) (persistence.Backlog, error)
 	JobRecord(ctx context.Context, id uuid.UUID) (persistence.JobRecord, error)
-	OpenJobs(ctx context.Context, accountID, after, before uuid.UUID, limit int, promotional bool) ([]uuid.UUID, error)
+	OpenJobs(ctx context.Context, accountID, after, before uuid.UUID, fence int64, limit int, promotional bool) ([]uuid.UUID, error)
 	HeldPromotional(ctx context.Context, accountID uuid.UUID) (bool, error)
 	AccountsWithOpenJobs(ctx context.Context, after uuid.UUID, limit int) ([]uuid.UUID, error)
+	AccountsHeldElsewhere(ctx context.Context, node string, after uuid.UUID, limit int) (persistence.HeldElsewhere, error)
 	OpenMessages(ctx context.Context, jobID, after uuid.UUID, limit int) ([]persistence.OpenMessage, error)
 	StaleSent(ctx context.Context, after persistence.StaleCursor, before time.Time, limit int) ([]persistence.StaleMessage, error)
-	Mark(ctx context.Context, id uuid.UUID, node string, network carriers.Network, msgs []persistence.SubmitKey) (map[persistence.FenceKey]bool, error)
+	MarkBatches(ctx context.Context, node string, batches []persistence.MarkBatch) ([]map[persistence.FenceKey]bool, error)
 	TakeFence(ctx context.Context, accountID uuid.UUID, node string) (persistence.Fence, error)
-	AccountMarks(ctx context.Context, accountID uuid.UUID) ([]uuid.UUID, error)
+	AccountMarks(ctx context.Context, accountID uuid.UUID) ([]persistence.MarkedMessage, error)
+	StillQueued(ctx context.Context, accountID, id uuid.UUID) (bool, error)
 	Unmark(ctx context.Context, ids []uuid.UUID) error
 	Marks(ctx context.Context, before uuid.UUID, node string) (persistence.Marked, error)
 	HoldLease(ctx context.Context, name, node string, ttl time.Duration) (bool, error)
@@ -82,6 +84,7 @@ type Engine struct {
 	receipts                    []*actor.PID                      // shards, by provider message id
 	links                       [carriers.NetworkSlots]*actor.PID // by carriers.Network
 	progress, sweeper, recovery *actor.PID
+	marker                      *actor.PID            // the links' submit marks
 	workerPIDs                  map[string]*actor.PID // by Worker.Name, under workMu
 	// fixed holds the fixed actors' states, which outlive their incarnations.
 	fixed fixedStates
@@ -117,7 +120,10 @@ type Engine struct {
 	startID          uuid.UUID
 	recoveryProgress recoveryProgress
 
-	epochs    atomic.Int64 // numbers tenant incarnations
+	epochs atomic.Int64 // numbers tenant incarnations
+	// spawns numbers the tenants the supervisor spawns, in their names: kept here, not in the
+	// supervisor, so no name (and no PID, nor its jobs') comes back after the supervisor restarts.
+	spawns    atomic.Uint64
 	handedOff atomic.Int64 // messages of handed-off jobs still with the links (HandOffBudget)
 	// jobsBlocked counts, per network, the jobs that have used their window there and wait
 	// for outcomes to send more.
@@ -149,6 +155,7 @@ type fixedStates struct {
 	progress *progressState
 	sweeper  *sweeperState
 	recovery *recoveryState
+	marker   *markerState
 }
 
 // Errors of the engine's commands.
@@ -160,8 +167,10 @@ var (
 	ErrFenced = fmt.Errorf("the account moved to another incarnation: %w", persistence.ErrFenced)
 )
 
-// foreignMark is the value of an unsettled message that another node marked.
-type foreignMark struct{}
+// foreignMark is the value of an unsettled message that another node marked. Its submit
+// may still be on its way to the network until askAfter (unix ns; 0: it has arrived by now,
+// if it went): asked earlier, the network knows nothing of it yet, and it would go twice.
+type foreignMark struct{ askAfter int64 }
 
 // Commands several actors take: drain (the writers, links, receipts and progress, which hold
 // work), panicNow (any actor).
@@ -204,7 +213,7 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 	e.life, e.cancel = context.WithCancel(context.Background())
 	e.workLife, e.workStop = context.WithCancel(e.life)
 	e.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return deps.Log.With(slog.String("component", "actors"))
+		return slog.New(actorLog{deps.Log.Handler()}).With(slog.String("component", "actors"))
 	}))
 	e.root = e.sys.Root
 	e.sys.EventStream.Subscribe(func(evt any) {
@@ -217,6 +226,7 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 		// Before any PID is made: joining gives the actor system its network address.
 		if err := e.startCluster(opts.Cluster); err != nil {
 			e.stopCluster()
+			e.io.Wait() // the member's start
 			e.pool.close()
 			return nil, err
 		}
@@ -238,6 +248,7 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 	}
 	e.progress, e.sweeper, e.recovery = child("progress"), child("sweeper"), child("recovery")
 	e.fixed.progress, e.fixed.sweeper, e.fixed.recovery = &progressState{}, &sweeperState{}, &recoveryState{}
+	e.marker, e.fixed.marker = child("marker"), &markerState{}
 	e.workerPIDs = map[string]*actor.PID{}
 
 	spawnFixed(e, e.supervisor, func() actor.Actor { return &supervisorActor{e: e} })
@@ -248,6 +259,7 @@ func Start(ctx context.Context, opts Options, deps Deps) (*Engine, error) {
 	for i, rs := range st.receipts {
 		spawnFixed(e, e.receipts[i], func() actor.Actor { return &receiptsActor{e: e, st: rs} })
 	}
+	spawnFixed(e, e.marker, func() actor.Actor { return &markerActor{e: e, st: st.marker} })
 	for _, n := range carriers.Networks() {
 		ls := st.links[n]
 		spawnFixed(e, e.links[n], func() actor.Actor { return &linkActor{e: e, st: ls} })
@@ -297,14 +309,14 @@ func actorKind(pid *actor.PID) string {
 	switch id {
 	case "engine":
 		return "supervisor"
-	case "tenant", "job", "link", "writer", "receipts", "progress", "sweeper", "recovery", "worker":
+	case "tenant", "job", "link", "writer", "receipts", "marker", "progress", "sweeper", "recovery", "worker":
 		return id
 	}
 	return "other"
 }
 
 // actorKinds are the kinds actorKind names, for metrics that should show zeros from the start.
-var actorKinds = []string{"supervisor", "tenant", "job", "link", "writer", "receipts", "progress", "sweeper", "recovery", "worker", "other"}
+var actorKinds = []string{"supervisor", "tenant", "job", "link", "writer", "receipts", "marker", "progress", "sweeper", "recovery", "worker", "other"}
 
 // goIO runs f on a goroutine owned by the engine, with a context that Kill cancels.
 func (e *Engine) goIO(timeout time.Duration, f func(ctx context.Context)) {
@@ -365,7 +377,7 @@ func (e *Engine) teardown() {
 			_ = e.root.StopFuture(pid).Wait()
 		}
 		_ = e.root.StopFuture(e.supervisor).Wait()
-		for _, pid := range slices.Concat(e.writers, e.receipts, e.links[1:], []*actor.PID{e.progress, e.sweeper, e.recovery}) {
+		for _, pid := range slices.Concat(e.writers, e.receipts, e.links[1:], []*actor.PID{e.marker, e.progress, e.sweeper, e.recovery}) {
 			_ = e.root.StopFuture(pid).Wait()
 		}
 		e.io.Wait()

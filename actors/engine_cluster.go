@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/google/uuid"
+	"github.com/labstack/echo"
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
@@ -141,7 +143,11 @@ func (e *Engine) startCluster(opts ClusterOptions) (err error) {
 		peers = append(peers, h)
 	}
 	kind := cluster.NewKind(tenantKind, actor.PropsFromProducer(func() actor.Actor { return &tenantGrain{e: e} }))
-	cfg := cluster.Configure("tuma", automanaged.NewWithConfig(time.Second, hp, peers...), disthash.New(),
+	healthSrv, err := e.healthServer(hp)
+	if err != nil {
+		return err
+	}
+	cfg := cluster.Configure(clusterName, automanaged.NewWithTesting(time.Second, hp, healthSrv, peers...), disthash.New(),
 		remote.Configure(host, port), cluster.WithKinds(kind), cluster.WithRequestTimeout(e.opts.CommandTimeout))
 	cl := &clusterState{joined: make(chan struct{})}
 	e.cl = cl
@@ -151,12 +157,19 @@ func (e *Engine) startCluster(opts ClusterOptions) (err error) {
 			e.topologyChanged(t)
 		}
 	})
-	defer func() {
-		if p := recover(); p != nil { // StartMember panics when the provider cannot start
-			err = fmt.Errorf("join the cluster: %v", p)
-		}
+	// StartMember ends with a fixed sleep of a second (protoactor's, "let the cluster settle"):
+	// this node joins once it sees itself among the members, not a second later.
+	failed := make(chan error, 1)
+	e.io.Add(1)
+	go func() {
+		defer e.io.Done()
+		defer func() {
+			if p := recover(); p != nil { // StartMember panics when the provider cannot start
+				failed <- fmt.Errorf("join the cluster: %v", p)
+			}
+		}()
+		cl.c.StartMember()
 	}()
-	cl.c.StartMember()
 	join := opts.Join
 	if join <= 0 {
 		join = 30 * time.Second
@@ -165,9 +178,37 @@ func (e *Engine) startCluster(opts ClusterOptions) (err error) {
 	case <-cl.joined:
 		e.startWatchdog(opts.PauseLimit)
 		return nil
+	case err := <-failed:
+		return err
 	case <-time.After(join):
 		return fmt.Errorf("join the cluster: this node (%s) did not appear among the members within %s", opts.Addr, join)
 	}
+}
+
+// clusterName is the protoactor cluster's name: members of another name are not ours.
+const clusterName = "tuma"
+
+// healthServer is the automanaged provider's /_health endpoint, listening before the member
+// starts. Left to the provider, the server started on a goroutine while the first poll of the
+// members ran at once, missed this node and joining waited a whole refresh (a second of every
+// restart's /readyz, bench/RESULTS.md 2026-11-27); bound here, the kernel holds that first
+// poll's connection until the provider serves it (it starts this server, listener and all).
+func (e *Engine) healthServer(port int) (*echo.Echo, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("cluster health port: %w", err)
+	}
+	srv := echo.New()
+	srv.HideBanner, srv.HidePort, srv.Listener = true, true, ln
+	srv.GET("/_health", func(c echo.Context) error {
+		host, p, err := e.sys.GetHostPort()
+		if err != nil {
+			return c.NoContent(http.StatusServiceUnavailable)
+		}
+		// What the provider itself answers (its getCurrentNode).
+		return c.JSON(http.StatusOK, automanaged.NewNode(clusterName, e.sys.ID, host, p, port, e.cl.c.GetClusterKinds()))
+	})
+	return srv, nil
 }
 
 // topologyChanged adopts a new membership: placements move, tenants this node no longer owns

@@ -48,6 +48,7 @@ type metrics struct {
 	jobsCompleted   prometheus.Counter
 	recovering      prometheus.Gauge
 	recoverySeconds prometheus.Gauge
+	orphans         prometheus.Counter
 
 	duplicates, resentAfterCrash, lostAnswers, reused, sweepAsked, sweepExpired *prometheus.CounterVec // network
 	recoveredVec                                                                *prometheus.CounterVec // network, outcome
@@ -60,7 +61,7 @@ type metrics struct {
 type netMetrics struct {
 	accepted, submitted, attempts, delivered, failedSubmit, failedReceipt, throttled, retries prometheus.Counter
 	duplicates, resentAfterCrash, lostAnswers, reused, sweepAsked, sweepExpired               prometheus.Counter
-	recovered                                                                                 struct{ found, absent prometheus.Counter }
+	recovered                                                                                 struct{ found, absent, notYet, recorded prometheus.Counter }
 	submitLatency, deliveredE2E, failedE2E                                                    prometheus.Observer
 	windowInUse, linkQueue, backlog                                                           prometheus.Gauge
 }
@@ -157,12 +158,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"1 while recovery is still waking the tenants of unfinished jobs, else 0."),
 		recoverySeconds: s.gauge("engine", "recovery_duration_seconds",
 			"How long the last recovery took to wake every tenant with unfinished jobs (they resume them while serving)."),
+		orphans: s.counter("engine", "orphaned_accounts_woken_total",
+			"Accounts of this node the orphan sweep found with unfinished jobs and no tenant, and woke (TUMA_ORPHAN_SWEEP); anything but 0 is a handoff that lost its jobs for a while."),
 		duplicates: s.counterVec("link", "duplicate_requests_total",
 			"Submit requests dropped because the link already had (or had just submitted) the message.", "network"),
 		resentAfterCrash: s.counterVec("link", "resent_after_crash_total",
 			"Messages submitted again after a crash without the network being able to say whether it had them (possible duplicates, bounded by the windows in flight at the crash).", "network"),
 		recoveredVec: s.counterVec("link", "unsettled_checked_total",
-			"Messages that may have reached the network before a crash, asked about before any resend, by outcome (found: not sent again; absent: sent).", "network", "outcome"),
+			"Messages that may have reached the network before a crash or a takeover, asked about before any resend, by outcome (found: not sent again; absent: sent; not_yet: absent while another node's submit may still arrive, asked again after TUMA_TAKEOVER_SETTLE; recorded: a network that cannot be asked, and the other node recorded the outcome meanwhile, not sent again).", "network", "outcome"),
 		lostAnswers: s.counterVec("link", "lost_answers_total",
 			"Submits whose answer never came (a timeout); the network is asked whether it took them.", "network"),
 		reused: s.counterVec("receipts", "provider_id_reused_total",
@@ -204,7 +207,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			duplicates: m.duplicates.WithLabelValues(l), resentAfterCrash: m.resentAfterCrash.WithLabelValues(l),
 			lostAnswers: m.lostAnswers.WithLabelValues(l), reused: m.reused.WithLabelValues(l),
 			sweepAsked: m.sweepAsked.WithLabelValues(l), sweepExpired: m.sweepExpired.WithLabelValues(l),
-			recovered: struct{ found, absent prometheus.Counter }{m.recoveredVec.WithLabelValues(l, "found"), m.recoveredVec.WithLabelValues(l, "absent")},
+			recovered: struct{ found, absent, notYet, recorded prometheus.Counter }{m.recoveredVec.WithLabelValues(l, "found"),
+				m.recoveredVec.WithLabelValues(l, "absent"), m.recoveredVec.WithLabelValues(l, "not_yet"),
+				m.recoveredVec.WithLabelValues(l, "recorded")},
 			backlog:   m.backlog.WithLabelValues(l),
 			submitted: m.submitted.WithLabelValues(l), attempts: m.attempts.WithLabelValues(l), delivered: m.delivered.WithLabelValues(l),
 			failedSubmit: m.failed.WithLabelValues(l, "submit"), failedReceipt: m.failed.WithLabelValues(l, "receipt"),

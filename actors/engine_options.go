@@ -41,6 +41,9 @@ type Options struct {
 	ReceiptTimeout   time.Duration // a sent message without a receipt after this is asked about (10m)
 	ReceiptDeadline  time.Duration // … and after this it fails and is refunded (72h)
 	SweepInterval    time.Duration // how often the stale-sent sweep walks (1m)
+	// OrphanSweep: how often recovery looks for accounts of this node with unfinished jobs
+	// and no tenant (recovery_sweep.go; 0: never).
+	OrphanSweep      time.Duration
 	ProgressInterval time.Duration // how often job counters are folded from the progress log (1s)
 	CommandTimeout   time.Duration // how long Engine methods wait for the engine (15s)
 	LowBalanceCents  int64         // a send leaving less than this raises low_balance (0: never)
@@ -55,6 +58,12 @@ type Options struct {
 	// NodeID names this node in the tenant fences it takes ("": a single node): a tenant
 	// replacing one of another node's asks the networks about that node's marked submits.
 	NodeID string
+	// TakeoverSettle: how long after another node marked a submit it may still reach the
+	// network (its link's queue, its carrier's window and response timeout). Taking the
+	// account over, a node sends it only once this has passed and the network does not have
+	// it (asked again then) or, when the network cannot be asked, the other node recorded no
+	// outcome for it (0: at once).
+	TakeoverSettle time.Duration
 	// Cluster places the node among others (engine_cluster.go); zero: a single node.
 	Cluster ClusterOptions
 	Links   map[carriers.Network]LinkOptions

@@ -23,31 +23,40 @@ const (
 // 1-recipient sends that copying was 9% of the node's CPU. A kept goroutine keeps its stack.
 //
 // The pool never queues: a function goes to an idle goroutine if one is waiting and to a new
-// one otherwise, exactly as `go` would run it. A goroutine idle for longer than idle exits.
+// one otherwise, exactly as `go` would run it. Work goes to the goroutine idle the shortest
+// time (last in, first out), so after a burst the steady load keeps only the goroutines it
+// needs and the rest, idle for longer than idle, exit. (Handed out in turn, as an unbuffered
+// channel does, a trickle of work every idle/n kept all n of a burst's goroutines for good.)
 type pool struct {
-	work       chan func() // unbuffered: a send succeeds only into a waiting goroutine
-	done       chan struct{}
 	idle       time.Duration
 	throughput int // messages a mailbox run handles before yielding (protoactor's default 300)
 
-	mu      sync.Mutex // orders wg.Add against close's Wait
+	mu      sync.Mutex
+	waiting []*keeper // idle goroutines, the most recently idle last
 	closed  bool
 	wg      sync.WaitGroup
 	started atomic.Int64 // goroutines started, for tests
 }
 
+// keeper is one kept goroutine's inbox: Schedule hands it a function only after taking it
+// off waiting, so the one slot never fills twice; nil tells it to exit.
+type keeper struct{ work chan func() }
+
 func newPool(idle time.Duration, throughput int) *pool {
-	return &pool{work: make(chan func()), done: make(chan struct{}), idle: idle, throughput: throughput}
+	return &pool{idle: idle, throughput: throughput}
 }
 
 // Schedule runs fn on a kept goroutine (actor.Dispatcher).
 func (p *pool) Schedule(fn func()) {
-	select {
-	case p.work <- fn:
-		return
-	default:
-	}
 	p.mu.Lock()
+	if n := len(p.waiting); n > 0 {
+		k := p.waiting[n-1]
+		p.waiting[n-1] = nil
+		p.waiting = p.waiting[:n-1]
+		p.mu.Unlock()
+		k.work <- fn
+		return
+	}
 	if p.closed {
 		// Stopping: the last system messages of stopping actors still need running.
 		p.mu.Unlock()
@@ -65,20 +74,46 @@ func (p *pool) Throughput() int { return p.throughput }
 
 func (p *pool) keep(fn func()) {
 	defer p.wg.Done()
+	k := &keeper{work: make(chan func(), 1)}
 	t := time.NewTimer(p.idle)
 	defer t.Stop()
-	for {
+	for fn != nil {
 		fn()
 		fn = nil // nothing the last run held stays reachable while idle
-		t.Reset(p.idle)
-		select {
-		case fn = <-p.work:
-		case <-t.C:
-			return
-		case <-p.done:
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
 			return
 		}
+		p.waiting = append(p.waiting, k)
+		p.mu.Unlock()
+		t.Reset(p.idle)
+		select {
+		case fn = <-k.work:
+		case <-t.C:
+			p.mu.Lock()
+			gone := p.unwait(k)
+			p.mu.Unlock()
+			if !gone {
+				// Schedule (or close) took it off waiting first: its word is on the way.
+				fn = <-k.work
+			}
+		}
 	}
+}
+
+// unwait takes k off waiting, reporting whether it was there. The caller holds mu. A
+// goroutine timing out has been idle longest, so it is found near the front.
+func (p *pool) unwait(k *keeper) bool {
+	for i, w := range p.waiting {
+		if w == k {
+			copy(p.waiting[i:], p.waiting[i+1:])
+			p.waiting[len(p.waiting)-1] = nil
+			p.waiting = p.waiting[:len(p.waiting)-1]
+			return true
+		}
+	}
+	return false
 }
 
 // close lets the idle goroutines go and waits for the running ones to finish.
@@ -89,7 +124,11 @@ func (p *pool) close() {
 		return
 	}
 	p.closed = true
+	idle := p.waiting
+	p.waiting = nil
 	p.mu.Unlock()
-	close(p.done)
+	for _, k := range idle {
+		k.work <- nil
+	}
 	p.wg.Wait()
 }

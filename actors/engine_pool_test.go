@@ -12,7 +12,13 @@ import (
 func TestPoolNeverQueues(t *testing.T) {
 	p := newPool(time.Minute, 1)
 	defer p.close()
-	const n = 50
+	close(blockedBurst(t, p, 50))
+}
+
+// blockedBurst schedules n functions that each wait for the returned channel to close, and
+// waits for all n to be running at once.
+func blockedBurst(t *testing.T, p *pool, n int) chan struct{} {
+	t.Helper()
 	release := make(chan struct{})
 	var started sync.WaitGroup
 	started.Add(n)
@@ -23,7 +29,7 @@ func TestPoolNeverQueues(t *testing.T) {
 		})
 	}
 	waitGroupDone(t, &started, "all blocked functions to start")
-	close(release)
+	return release
 }
 
 // A goroutine that finished takes the next function instead of a new one starting.
@@ -95,4 +101,50 @@ func waitGroupDone(t *testing.T, wg *sync.WaitGroup, what string) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
 	}
+}
+
+// The goroutines a burst started exit once it is over, even while a trickle of work keeps
+// coming: the trickle goes to the goroutine idle the shortest time, so the others time out.
+// (Handed out in turn, work every idle/n kept all n alive for good: the overload drill's 45
+// goroutines that never went.)
+func TestPoolShrinksUnderATrickle(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	p := newPool(idle, 1)
+	defer p.close()
+	before := runtime.NumGoroutine()
+	const n = 50
+	close(blockedBurst(t, p, n))
+
+	// A function every millisecond, one at a time: far more often than idle/n.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for range 100 {
+			ran := make(chan struct{})
+			p.Schedule(func() { close(ran) })
+			<-ran
+			time.Sleep(time.Millisecond)
+		}
+		extra := runtime.NumGoroutine() - before
+		if extra <= 3 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines of a burst of %d still kept %s after it, under a trickle of work", extra, n, 5*time.Second)
+		}
+	}
+}
+
+// BenchmarkPoolSchedule is a function handed to a kept goroutine and waited for, from two
+// senders at once (mailboxes scheduling each other).
+func BenchmarkPoolSchedule(b *testing.B) {
+	p := newPool(5*time.Second, 1)
+	defer p.close()
+	b.RunParallel(func(pb *testing.PB) {
+		var wg sync.WaitGroup
+		for pb.Next() {
+			wg.Add(1)
+			p.Schedule(wg.Done)
+			wg.Wait()
+		}
+	})
 }

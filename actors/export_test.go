@@ -27,6 +27,15 @@ func PanicTenant(e *Engine, account uuid.UUID) bool {
 	return ok
 }
 
+// TenantName is the name of an account's live tenant actor, if any.
+func TenantName(e *Engine, account uuid.UUID) (string, bool) {
+	pid, ok := e.tenants.Load(account)
+	if !ok {
+		return "", false
+	}
+	return pid.(*actor.PID).Id, true
+}
+
 // Lapse makes the engine act as a node paused past its limit would on waking (tests only).
 func Lapse(e *Engine) {
 	dog := newWatchdog(time.Second)

@@ -44,10 +44,11 @@ type linkState struct {
 	sharedDown bool
 
 	queue    fairQueue
-	retry    []*submitReq           // throttled or temporarily failed: go before the queue
-	known    map[uuid.UUID]struct{} // messages queued, being marked or submitted here
-	recent   recentIDs              // messages whose submit finished lately
-	inflight int                    // submitted, answer not yet handled: at most Window
+	retry    []*submitReq             // throttled or temporarily failed: go before the queue
+	later    []*submitReq             // absent while another node's submit may still arrive: asked again after askAfter
+	known    map[uuid.UUID]*submitReq // messages queued, being marked or submitted here
+	recent   recentIDs                // messages whose submit finished lately
+	inflight int                      // submitted, answer not yet handled: at most Window
 
 	// lookedUp: messages a network said it had (after a crash or a lost answer); their receipt
 	// may have been pushed while nobody listened, so they are asked about.
@@ -91,6 +92,11 @@ const (
 var (
 	errAbandoned    = errors.New("submit abandoned")
 	errLookupFailed = errors.New("asking the network about a message failed")
+	// errAskLater: the network does not have it yet, and another node's submit of it may
+	// still arrive (submitReq.askAfter).
+	errAskLater = errors.New("another node's submit may still arrive")
+	// errRecorded: the other node recorded the submit's outcome meanwhile.
+	errRecorded = errors.New("another node recorded the submit's outcome")
 )
 
 // To a link.
@@ -98,12 +104,16 @@ type (
 	submitReq struct {
 		account   uuid.UUID
 		fence     int64 // the epoch of the tenant whose job sent it (persistence.SubmitKey)
+		markFence int64 // the fence its mark, while written, carries (the fence may grow meanwhile: enqueue)
 		msg       dispatchMsg
 		variant   *variant
 		job       *actor.PID
 		attempts  int
 		mark      uuid.UUID // the mark that covers the current submit
 		breakerOK func(error)
+		// askAfter (unix ns): another node's submit of it may reach the network until then;
+		// found absent before, it waits (linkState.later) and is asked about again.
+		askAfter int64
 	}
 	wake     struct{}
 	queryCmd struct{ providerID string }
@@ -123,7 +133,7 @@ type (
 func newLinkState(e *Engine, n carriers.Network) *linkState {
 	opts := e.opts.Links[n]
 	st := &linkState{network: n, label: n.String(), opts: opts, carrier: e.carriers[n], pacer: newPacer(opts.TPS),
-		known: map[uuid.UUID]struct{}{}, marks: map[uuid.UUID]int{}, work: make(chan submitJob, opts.Window)}
+		known: map[uuid.UUID]*submitReq{}, marks: map[uuid.UUID]int{}, work: make(chan submitJob, opts.Window)}
 	st.looker, _ = st.carrier.(Looker)
 	if e.slots != nil && e.cl != nil && opts.TPS > 0 && !e.opts.Faults.localTPS() {
 		st.shared = newSharedPace(st.label, opts.TPS)
@@ -141,8 +151,10 @@ func newLinkState(e *Engine, n carriers.Network) *linkState {
 		// A rejected message says nothing about the network's health; a throttle is the network
 		// working as designed.
 		IsSuccessful: func(err error) bool { return err == nil || errors.Is(err, ErrRejected) },
+		// Nor do submits not made: abandoned, lapsed, or waiting on another node's.
 		IsExcluded: func(err error) bool {
-			return errors.Is(err, ErrThrottled) || errors.Is(err, context.Canceled) || errors.Is(err, errAbandoned) || errors.Is(err, ErrLapsed)
+			return errors.Is(err, ErrThrottled) || errors.Is(err, context.Canceled) || errors.Is(err, errAbandoned) ||
+				errors.Is(err, ErrLapsed) || errors.Is(err, errAskLater) || errors.Is(err, errRecorded)
 		},
 		// Runs under the breaker's lock: only touch the gauge and log.
 		OnStateChange: func(name string, from, to gobreaker.State) {
@@ -212,7 +224,7 @@ func (l *linkActor) Receive(ctx actor.Context) {
 		panic("link: panic requested")
 	}
 	nm := &l.e.m.net[st.network]
-	backlog := st.queue.len() + len(st.retry) + len(st.toMark) + st.markingN + len(st.ready)
+	backlog := st.queue.len() + len(st.retry) + len(st.later) + len(st.toMark) + st.markingN + len(st.ready)
 	nm.linkQueue.Set(float64(backlog))
 	// Run dry while jobs wait for outcomes to send more: those outcomes are this link's next
 	// work, so they should not sit in a receipts buffer waiting for it to fill (each round of
@@ -250,12 +262,18 @@ func (l *linkActor) takeInbox(ctx actor.Context) {
 }
 
 // enqueue queues a submit, unless the message is already in hand here or was just submitted:
-// a job resumed after a restart asks again for messages its predecessor had sent this way,
-// and whose outcome still reports to the same job.
+// a job resumed after a restart asks again for messages its predecessor had sent this way.
+// The submit in hand then reports to the job that asked last: a tenant incarnation replacing
+// one of this node's (the account came back, or another node's took it and let it go) runs
+// its jobs as actors of its own, and takes over the submits the old one left here under its
+// own fence, which a mark then accepts (under the old one, nothing of them would ever go).
 func (l *linkActor) enqueue(ctx actor.Context, r *submitReq) {
 	st := l.st
-	if _, dup := st.known[r.msg.id]; dup {
+	if held, dup := st.known[r.msg.id]; dup {
 		l.e.m.net[st.network].duplicates.Inc()
+		if r.fence >= held.fence { // never back to an incarnation the submit has moved on from
+			held.job, held.fence = r.job, r.fence
+		}
 		return
 	}
 	if st.recent.has(r.msg.id) {
@@ -265,7 +283,7 @@ func (l *linkActor) enqueue(ctx actor.Context, r *submitReq) {
 		ctx.Send(r.job, &outcomesDurable{n: n}) // its outcome is recorded, or on its way
 		return
 	}
-	st.known[r.msg.id] = struct{}{}
+	st.known[r.msg.id] = r
 	st.queue.push(r)
 }
 
@@ -293,13 +311,14 @@ func (l *linkActor) pump(ctx actor.Context) {
 	st := l.st
 	if st.draining {
 		// Taken but not yet submitted: they wait (queued) for the next start, and the marks of
-		// the marked ones settle, so the next start does not ask the network about them.
+		// the marked ones settle, so the next start does not ask the network about them. Those
+		// waiting to be asked about again (later) keep theirs: the next start asks.
 		for _, req := range st.ready {
 			l.settle(req.mark, 1)
 			req.mark = uuid.Nil
 		}
-		st.retry = append(append(st.ready, st.toMark...), st.retry...)
-		st.ready, st.toMark = nil, nil
+		st.retry = append(append(append(st.ready, st.toMark...), st.retry...), st.later...)
+		st.ready, st.toMark, st.later = nil, nil, nil
 		if st.inflight == 0 && !st.marking {
 			for _, w := range st.waiters {
 				ctx.Send(w, &drained{})
@@ -312,6 +331,9 @@ func (l *linkActor) pump(ctx actor.Context) {
 		return
 	}
 	now := time.Now()
+	if len(st.later) > 0 {
+		l.askAgain(ctx, now)
+	}
 	if st.yield.hold(now, l.e.bulkAccepts.Load(), l.e.opts.BulkYield) {
 		l.wakeAt(ctx, now.Add(time.Millisecond))
 		return
@@ -347,6 +369,32 @@ func (l *linkActor) pump(ctx actor.Context) {
 		st.toMark = append(st.toMark, req)
 	}
 	l.mark(ctx)
+}
+
+// askAgain puts the submits whose askAfter has come back in line (to be marked again), and
+// wakes at the next.
+func (l *linkActor) askAgain(ctx actor.Context, now time.Time) {
+	st := l.st
+	var next int64
+	keep := st.later[:0]
+	for _, req := range st.later {
+		switch {
+		case req.askAfter <= now.UnixNano():
+			l.settle(req.mark, 1)
+			req.mark = uuid.Nil
+			st.retry = append(st.retry, req)
+		default:
+			keep = append(keep, req)
+			if next == 0 || req.askAfter < next {
+				next = req.askAfter
+			}
+		}
+	}
+	clear(st.later[len(keep):])
+	st.later = keep
+	if next != 0 {
+		l.wakeAt(ctx, time.Unix(0, next))
+	}
 }
 
 func (l *linkActor) wakeAt(ctx actor.Context, at time.Time) {

@@ -32,8 +32,9 @@ type (
 	unmarkTick struct{}
 )
 
-// mark writes one mark for every submit taken since the last one, one write at a time: under
-// load a mark covers many submits (group commit), idle it covers one without waiting.
+// mark asks the marker for one mark for every submit taken since the last one, one at a time:
+// under load a mark covers many submits and shares its transaction with the other links'
+// (group commit, marker.go); idle it covers one without waiting.
 func (l *linkActor) mark(ctx actor.Context) {
 	st := l.st
 	if st.marking || len(st.toMark) == 0 {
@@ -45,16 +46,10 @@ func (l *linkActor) mark(ctx actor.Context) {
 	id := persistence.NewID()
 	keys := make([]persistence.SubmitKey, len(batch))
 	for i, r := range batch {
+		r.markFence = r.fence
 		keys[i] = persistence.SubmitKey{AccountID: r.account, ID: r.msg.id, Fence: r.fence}
 	}
-	self, root, m, net := ctx.Self(), l.e.root, l.e.m, st.network
-	l.e.goIO(time.Minute, func(c context.Context) {
-		start := time.Now()
-		fenced, err := l.e.store.Mark(c, id, l.e.opts.NodeID, net, keys)
-		m.batchLatency.WithLabelValues("mark").Observe(time.Since(start).Seconds())
-		m.batchSize.WithLabelValues("mark").Observe(float64(len(keys)))
-		st.inbox.put(root, self, &markDone{id: id, batch: batch, fenced: fenced, err: err})
-	})
+	ctx.Send(l.e.marker, &markReq{network: st.network, id: id, keys: keys, batch: batch})
 }
 
 // marked readies a batch whose mark is durable for submitting. If the mark could not be
@@ -83,8 +78,12 @@ func (l *linkActor) marked(ctx actor.Context, d *markDone) {
 	for _, req := range d.batch {
 		req.mark = d.id
 		if req.msg.unsettled {
-			if v, ok := e.unsettled.LoadAndDelete(req.msg.id); ok && v != (foreignMark{}) {
-				again++ // recovery counts only its own
+			if v, ok := e.unsettled.LoadAndDelete(req.msg.id); ok {
+				if f, foreign := v.(foreignMark); foreign {
+					req.askAfter = f.askAfter
+				} else {
+					again++ // recovery counts only its own
+				}
 			}
 		}
 	}
@@ -97,13 +96,18 @@ func (l *linkActor) marked(ctx actor.Context, d *markDone) {
 
 // dropFenced takes out of a marked batch the submits of tenants that were replaced: they
 // are not sent (their messages stay queued for the new incarnation), and each job is told,
-// once, so its tenant stops.
+// once, so its tenant stops. A submit the new incarnation took over while the mark was
+// written (enqueue) waits to be marked again, under its fence.
 func (l *linkActor) dropFenced(ctx actor.Context, batch []*submitReq, out map[persistence.FenceKey]bool) []*submitReq {
 	told := map[string]bool{}
 	keep := batch[:0]
 	for _, req := range batch {
-		if !out[persistence.FenceKey{AccountID: req.account, Epoch: req.fence}] {
+		if !out[persistence.FenceKey{AccountID: req.account, Epoch: req.markFence}] {
 			keep = append(keep, req)
+			continue
+		}
+		if req.fence != req.markFence {
+			l.st.retry = append(l.st.retry, req)
 			continue
 		}
 		l.e.fencedWrite("mark")

@@ -103,6 +103,24 @@ func (l *linkActor) submit(ctx context.Context, j submitJob) *submitDone {
 	d := &submitDone{req: req}
 	if req.msg.unsettled {
 		if st.looker == nil {
+			// A network that cannot be asked: the other node, alive (its mark is recent), records
+			// the outcome of a submit it made, which the wait lets arrive.
+			if req.askAfter > start.UnixNano() {
+				nm.recovered.notYet.Inc()
+				d.err, d.took = errAskLater, time.Since(start)
+				return d
+			}
+			if req.askAfter != 0 {
+				switch queued, err := l.e.store.StillQueued(ctx, req.account, req.msg.id); {
+				case err != nil:
+					d.err, d.took = fmt.Errorf("%w: %w", errLookupFailed, err), time.Since(start)
+					return d
+				case !queued:
+					nm.recovered.recorded.Inc()
+					d.err, d.took = errRecorded, time.Since(start)
+					return d
+				}
+			}
 			nm.resentAfterCrash.Inc() // bounded by the windows in flight at the crash
 		} else if id, err := st.looker.Lookup(ctx, req.msg.id); err == nil {
 			nm.recovered.found.Inc()
@@ -110,6 +128,10 @@ func (l *linkActor) submit(ctx context.Context, j submitJob) *submitDone {
 			return d
 		} else if !errors.Is(err, ErrUnknownMessage) {
 			d.err, d.took = fmt.Errorf("%w: %w", errLookupFailed, err), time.Since(start)
+			return d
+		} else if req.askAfter > start.UnixNano() {
+			nm.recovered.notYet.Inc()
+			d.err, d.took = errAskLater, time.Since(start)
 			return d
 		} else {
 			nm.recovered.absent.Inc()
@@ -184,6 +206,19 @@ func (l *linkActor) done(ctx actor.Context, d *submitDone) {
 	case errors.Is(d.err, ErrUnavailable):
 		nm.retries.Inc()
 		l.again(req)
+	case errors.Is(d.err, errAskLater):
+		// Absent for now; asked again once the other node's submit can have arrived. Its mark
+		// stays until then, so that a restart meanwhile asks about it too.
+		req.msg.unsettled = true
+		st.later = append(st.later, req)
+		l.wakeAt(ctx, time.Unix(0, req.askAfter))
+	case errors.Is(d.err, errRecorded):
+		l.finish(req)
+		l.settle(req.mark, 1)
+		req.mark = uuid.Nil
+		var n [carriers.NetworkSlots]int
+		n[st.network] = 1
+		ctx.Send(req.job, &outcomesDurable{n: n})
 	case errors.Is(d.err, errLookupFailed):
 		// Whether the network has it is still unknown: never failed (nor refunded) for that.
 		req.msg.unsettled = true

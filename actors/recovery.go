@@ -21,9 +21,10 @@ import (
 // After a supervisor restart (its tenants stopped with it) it walks the accounts again.
 // Tenants it wakes before the supervisor is up again simply wait in the supervisor's mailbox.
 type recoveryActor struct {
-	e      *Engine
-	st     *recoveryState
-	timers timers
+	e          *Engine
+	st         *recoveryState
+	timers     timers
+	sweepTimer timers // the orphan sweep's (recovery_sweep.go)
 }
 
 type recoveryState struct {
@@ -37,6 +38,7 @@ type recoveryState struct {
 	retry     time.Duration
 	began     time.Time
 	inbox     inbox
+	sweep     sweepState
 }
 
 type (
@@ -62,7 +64,9 @@ func (r *recoveryActor) Receive(ctx actor.Context) {
 	st, e := r.st, r.e
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
+		st.sweep.armed = false // timers of an earlier incarnation are gone
 		r.takeInbox(ctx)
+		r.armSweep(ctx)
 		if !st.walking {
 			st.walking, st.after, st.began = true, uuid.Nil, time.Now()
 			e.recoveryProgress.done.Store(false)
@@ -72,12 +76,15 @@ func (r *recoveryActor) Receive(ctx actor.Context) {
 		r.next(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		r.timers.stop()
+		r.sweepTimer.stop()
 		st.reading = false // a read in flight still lands in the inbox; reading again is harmless
 		st.walking = false // walk again: the tenants may have stopped with the supervisor
 	case *inboxPoke:
 		r.takeInbox(ctx)
 	case *recoveryNext:
 		r.next(ctx)
+	case *orphanSweep:
+		r.sweep(ctx)
 	case *rewake:
 		if st.walking && msg.placement {
 			st.again = true // the accounts this node owns changed under the walk: walk once more
@@ -103,9 +110,12 @@ func (r *recoveryActor) Receive(ctx actor.Context) {
 func (r *recoveryActor) takeInbox(ctx actor.Context) {
 	st, e := r.st, r.e
 	for _, m := range st.inbox.take() {
-		st.reading = false
 		switch m := m.(type) {
+		case *orphansRead:
+			r.orphansRead(ctx, m)
+			continue
 		case *marksRead:
+			st.reading = false
 			if r.failed(ctx, "read submit marks", m.err) {
 				continue
 			}
@@ -121,6 +131,7 @@ func (r *recoveryActor) takeInbox(ctx actor.Context) {
 			}
 			r.deleteOldMarks()
 		case *accountsRead:
+			st.reading = false
 			if r.failed(ctx, "read accounts with unfinished jobs", m.err) {
 				continue
 			}

@@ -257,6 +257,10 @@ func TestSupervisorPanicRestartsTheWholeEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "dispatch to start", func() (bool, string) { return w.accepted() > 50, fmt.Sprint(w.accepted()) })
+	before, ok := actors.TenantName(w.eng, acct)
+	if !ok {
+		t.Fatal("no tenant while its job dispatches")
+	}
 	actors.PanicSupervisor(w.eng)
 	eventually(t, 10*time.Second, "the restart", func() (bool, string) {
 		n := w.metric("tuma_actor_restarts_total", map[string]string{"kind": "supervisor"})
@@ -264,6 +268,11 @@ func TestSupervisorPanicRestartsTheWholeEngine(t *testing.T) {
 	})
 	if _, err := w.send(acct, recipients(100, carriers.NetworkUnknown, 13), "after"); err != nil {
 		t.Fatalf("send after the restart: %v", err)
+	}
+	// A name of its own: what the links tell the old tenant's jobs (their submits fenced)
+	// must not reach the new one's (it did, and the new tenant stopped as if replaced).
+	if after, _ := actors.TenantName(w.eng, acct); after == before {
+		t.Errorf("the tenant after the restart is named %q, as the one before", after)
 	}
 	w.waitFinal(acct, 1100, time.Minute)
 	if got := w.accepted(); got != 1100 {
@@ -341,9 +350,9 @@ func TestReceiptsRestartKeepsOneFlushAtATime(t *testing.T) {
 // slowMarks is a store whose marks take a while, so submits pile up waiting for one.
 type slowMarks struct{ *persistence.Store }
 
-func (s slowMarks) Mark(ctx context.Context, id uuid.UUID, node string, n carriers.Network, msgs []persistence.SubmitKey) (map[persistence.FenceKey]bool, error) {
+func (s slowMarks) MarkBatches(ctx context.Context, node string, batches []persistence.MarkBatch) ([]map[persistence.FenceKey]bool, error) {
 	time.Sleep(200 * time.Millisecond)
-	return s.Store.Mark(ctx, id, node, n, msgs)
+	return s.Store.MarkBatches(ctx, node, batches)
 }
 
 // Stopping drains the links even while submits wait for their mark: those are not sent, and

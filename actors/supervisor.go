@@ -22,12 +22,16 @@ type supervisorActor struct {
 	e       *Engine
 	tenants map[uuid.UUID]*actor.PID
 	byPID   map[string]uuid.UUID
-	spawned uint64 // tenants spawned: each one's name ends with its number
 }
 
 // To the supervisor.
 type (
-	getTenant struct{ id uuid.UUID } // → *actor.PID of the tenant, spawned if needed
+	// getTenant → *actor.PID of the tenant, spawned if needed. orphan: asked by the orphan
+	// sweep (recovery_sweep.go), which a spawn means found jobs nobody ran.
+	getTenant struct {
+		id     uuid.UUID
+		orphan bool
+	}
 	// passivating: a tenant with nothing to do (or fenced) asks to be stopped. It names
 	// itself: a Send carries no sender, and a successor may hold the account by then.
 	passivating struct {
@@ -61,6 +65,11 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 			if pid, err = s.spawnTenant(ctx, msg.id); err != nil {
 				ctx.Respond(err)
 				return
+			}
+			if msg.orphan {
+				s.e.m.orphans.Inc()
+				s.e.log.Warn("recovery sweep: an account of this node had unfinished jobs and no tenant; woke it",
+					slog.String("account_id", msg.id.String()))
 			}
 		}
 		ctx.Respond(pid)
@@ -133,9 +142,10 @@ func (s *supervisorActor) spawnTenant(ctx actor.Context, id uuid.UUID) (*actor.P
 	// The tenant's in-flight bookkeeping survives the tenant's own restarts (see tenantPending).
 	pending := &tenantPending{}
 	// Each incarnation has a name of its own: one stopping (idle, retired) may still hold its
-	// name when its successor starts, and its Terminated must not be taken for the successor's.
-	s.spawned++
-	name := fmt.Sprintf("tenant-%s-%d", id, s.spawned)
+	// name when its successor starts, and its Terminated must not be taken for the successor's;
+	// nor may anything sent to a stopped one's jobs reach the successor's (a link telling a
+	// job of the supervisor's previous incarnation that its submits were fenced).
+	name := fmt.Sprintf("tenant-%s-%d", id, e.spawns.Add(1))
 	pid, err := ctx.SpawnNamed(e.props(func() actor.Actor { return &tenantActor{e: e, id: id, pending: pending} }), name)
 	if err != nil {
 		return nil, fmt.Errorf("spawn tenant: %w", err)

@@ -185,6 +185,10 @@ func (t *tenantActor) Receive(ctx actor.Context) {
 	case *actor.ReceiveTimeout:
 		if t.idle() {
 			ctx.Send(ctx.Parent(), &passivating{id: t.id, pid: ctx.Self()})
+		} else {
+			// protoactor cancels the timeout when it fires: a tenant busy at that moment (a job
+			// waiting for its outcomes) would otherwise never stop once idle.
+			ctx.SetReceiveTimeout(t.e.opts.TenantIdle)
 		}
 	case *fenced:
 		t.retire(ctx, ErrFenced)
@@ -230,12 +234,17 @@ func (t *tenantActor) takeFence(c context.Context) (int64, error) {
 	}
 	if f.Replaced && f.Previous != t.e.opts.NodeID {
 		t.e.m.takeovers.Inc()
-		ids, err := t.e.store.AccountMarks(c, t.id)
+		marked, err := t.e.store.AccountMarks(c, t.id)
 		if err != nil {
 			return 0, err
 		}
-		for _, id := range ids {
-			t.e.unsettled.LoadOrStore(id, foreignMark{})
+		now := time.Now()
+		for _, m := range marked {
+			var fm foreignMark
+			if wait := t.e.opts.TakeoverSettle - m.Age; wait > 0 {
+				fm.askAfter = now.Add(wait).UnixNano()
+			}
+			t.e.unsettled.LoadOrStore(m.ID, fm)
 		}
 	}
 	return f.Epoch, nil

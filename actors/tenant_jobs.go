@@ -48,7 +48,7 @@ type jobStart struct {
 // resumeState walks the account's unfinished jobs of earlier runs: those accepted before
 // this incarnation started, in id order, a page at a time as dispatch slots free up.
 type resumeState struct {
-	before  uuid.UUID // jobs accepted from now on are this incarnation's own
+	before  uuid.UUID // with the fence (OpenJobs): jobs accepted from now on under it are its own
 	after   uuid.UUID // the walk's cursor
 	more    bool      // the store may hold more
 	reading bool      // a page is being read
@@ -77,9 +77,9 @@ func (t *tenantActor) readOpenJobs(ctx actor.Context) {
 	}
 	r.reading = true
 	self, root, id, after, before, limit, epoch := ctx.Self(), t.e.root, t.id, r.after, r.before, t.resumePage(), t.epoch
-	promotional := !t.quietNow()
+	promotional, fence := !t.quietNow(), t.pending.fence
 	t.e.goIO(time.Minute, func(c context.Context) {
-		ids, err := t.e.store.OpenJobs(c, id, after, before, limit, promotional)
+		ids, err := t.e.store.OpenJobs(c, id, after, before, fence, limit, promotional)
 		held := false
 		if err == nil && !promotional && after == uuid.Nil {
 			held, err = t.e.store.HeldPromotional(c, id)

@@ -251,14 +251,16 @@ func heldClaims(ctx context.Context, tx pgx.Tx, jobs []NewJob) (map[IdempotencyK
 // (StartDueCampaigns).
 func queueOpenJobs(b *pgx.Batch, jobs []NewJob) {
 	ids, accts := make([]uuid.UUID, 0, len(jobs)), make([]uuid.UUID, 0, len(jobs))
-	promo := make([]bool, 0, len(jobs))
+	promo, single := make([]bool, 0, len(jobs)), make([]bool, 0, len(jobs))
+	epochs := make([]int64, 0, len(jobs))
 	for _, j := range jobs {
 		if j.Campaign == nil || j.Campaign.ScheduledAt == nil {
 			ids, accts, promo = append(ids, j.ID), append(accts, j.AccountID), append(promo, j.Promotional)
+			single, epochs = append(single, j.single()), append(epochs, j.Fence)
 		}
 	}
-	b.Queue(`INSERT INTO open_jobs (job_id, account_id, promotional) SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::boolean[])`,
-		ids, accts, promo)
+	b.Queue(`INSERT INTO open_jobs (job_id, account_id, promotional, single, epoch)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::boolean[], $4::boolean[], $5::bigint[])`, ids, accts, promo, single, epochs)
 }
 
 func queueJobInserts(b *pgx.Batch, jobs []NewJob) {

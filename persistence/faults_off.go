@@ -9,4 +9,6 @@ type Faults struct{}
 
 func (Faults) skipRefunds() bool { return false }
 
+func (Faults) skipCounts() bool { return false }
+
 func (Faults) messageFilter(where string) string { return where }

@@ -10,7 +10,14 @@ package persistence
 type Faults struct {
 	SkipRefunds bool // refunds are written to the ledger but never returned to the wallet
 	CrossTenant bool // MessageByID finds any account's message (the security checks' cross-tenant probes)
+	SkipCounts  bool // the fold leaves the accounts' message counts (/sms/stats) as they were
 }
+
+// skipCounts: the fold moves no account's message counts (the drills must notice them
+// disagreeing with the messages).
+//
+//go:noinline
+func (f Faults) skipCounts() bool { return f.SkipCounts }
 
 // skipRefunds: refunds leave the wallets alone (the drills must notice the ledger disagreeing).
 //

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -83,6 +84,24 @@ func (p *fencePairs) add(account uuid.UUID, epoch int64) {
 	p.accounts, p.epochs = append(p.accounts, account), append(p.epochs, epoch)
 }
 
+// missing returns the pairs not among live (those whose fence holds), nil when none is.
+func (p *fencePairs) missing(live []FenceKey) map[FenceKey]bool {
+	held := make(map[FenceKey]bool, len(live))
+	for _, k := range live {
+		held[k] = true
+	}
+	var out map[FenceKey]bool
+	for i, a := range p.accounts {
+		if k := (FenceKey{a, p.epochs[i]}); !held[k] {
+			if out == nil {
+				out = map[FenceKey]bool{}
+			}
+			out[k] = true
+		}
+	}
+	return out
+}
+
 // held returns the pairs whose fence holds, locking them until tx ends.
 func (p *fencePairs) held(ctx context.Context, tx pgx.Tx) (map[FenceKey]bool, error) {
 	out := map[FenceKey]bool{}
@@ -108,20 +127,48 @@ func fenced(held map[FenceKey]bool, account uuid.UUID, epoch int64) bool {
 	return epoch != 0 && !held[FenceKey{account, epoch}]
 }
 
+// MarkedMessage is a queued message under a submit mark, and how long ago (by the
+// database's clock) its newest mark was written.
+type MarkedMessage struct {
+	ID  uuid.UUID
+	Age time.Duration
+}
+
 // AccountMarks returns the account's messages under a submit mark that are still queued:
 // a previous incarnation on another node may have submitted them, so the next asks the
-// network before sending any of them again.
-func (s *Store) AccountMarks(ctx context.Context, accountID uuid.UUID) ([]uuid.UUID, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT m.id
+// network before sending any of them again (once a submit marked Age ago can have arrived).
+func (s *Store) AccountMarks(ctx context.Context, accountID uuid.UUID) ([]MarkedMessage, error) {
+	rows, err := s.pool.Query(ctx, `SELECT m.id, greatest(now() - max(s.marked_at), interval '0')
 		FROM submit_marks s, unnest(s.accounts, s.messages) AS u(account_id, id)
 		JOIN messages m ON m.account_id = u.account_id AND m.id = u.id
-		WHERE u.account_id = $1 AND m.status = 'queued'`, accountID)
+		WHERE u.account_id = $1 AND m.status = 'queued'
+		GROUP BY m.id`, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("read the account's submit marks: %w", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	marked, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (MarkedMessage, error) {
+		var m MarkedMessage
+		err := r.Scan(&m.ID, &m.Age)
+		return m, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read the account's submit marks: %w", err)
 	}
-	return ids, nil
+	return marked, nil
+}
+
+// StillQueued reports whether a message is still queued: after another node's submit of it,
+// that node records its outcome (sent or failed), which no fence holds back. A message that
+// is gone is not.
+func (s *Store) StillQueued(ctx context.Context, accountID, id uuid.UUID) (bool, error) {
+	var queued bool
+	err := s.pool.QueryRow(ctx, `SELECT status = 'queued' FROM messages WHERE account_id = $1 AND id = $2`,
+		accountID, id).Scan(&queued)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read a message's status: %w", err)
+	}
+	return queued, nil
 }

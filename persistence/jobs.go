@@ -3,6 +3,7 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -56,13 +57,16 @@ func (s *Store) JobRecord(ctx context.Context, id uuid.UUID) (JobRecord, error) 
 	return j, nil
 }
 
-// OpenJobs lists up to limit of an account's unfinished jobs with ids in (after, before),
-// oldest first: a tenant resumes its work a page at a time, so its backlog never decides how
-// much memory it takes. Inside the account's quiet hours it leaves out the promotional ones
-// (promotional false).
-func (s *Store) OpenJobs(ctx context.Context, accountID, after, before uuid.UUID, limit int, promotional bool) ([]uuid.UUID, error) {
-	rows, err := s.pool.Query(ctx, `SELECT job_id FROM open_jobs WHERE account_id = $1 AND job_id > $2 AND job_id < $3
-		AND (NOT promotional OR $5) ORDER BY job_id LIMIT $4`, accountID, after, before, limit, promotional)
+// OpenJobs lists up to limit of an account's unfinished jobs after the given one, oldest
+// first, that a tenant incarnation holding fence epoch fence did not accept itself: those with
+// ids before its start (before) and those accepted under an older epoch, whatever their ids
+// (another node's incarnation commits jobs until this one takes the fence). A tenant resumes
+// its work a page at a time, so its backlog never decides how much memory it takes. Inside the
+// account's quiet hours it leaves out the promotional ones (promotional false).
+func (s *Store) OpenJobs(ctx context.Context, accountID, after, before uuid.UUID, fence int64, limit int, promotional bool) ([]uuid.UUID, error) {
+	rows, err := s.pool.Query(ctx, `SELECT job_id FROM open_jobs WHERE account_id = $1 AND job_id > $2
+		AND (job_id < $3 OR epoch < $6) AND (NOT promotional OR $5) ORDER BY job_id LIMIT $4`,
+		accountID, after, before, limit, promotional, fence)
 	if err != nil {
 		return nil, fmt.Errorf("open jobs: %w", err)
 	}
@@ -99,6 +103,50 @@ func (s *Store) AccountsWithOpenJobs(ctx context.Context, after uuid.UUID, limit
 	return ids, nil
 }
 
+// HeldElsewhere is a page of the accounts with unfinished jobs, walked in id order:
+// Visited of them from the cursor on, the last being Last, and among them those whose tenant
+// fence another node holds (or none does).
+type HeldElsewhere struct {
+	Visited  int
+	Last     uuid.UUID
+	Accounts []uuid.UUID
+}
+
+// AccountsHeldElsewhere visits up to limit accounts with unfinished jobs after the given one
+// and names those whose fence a node other than node holds, or none: where this node owns
+// such an account and runs no tenant for it, nobody runs those jobs (a handoff that raced a
+// retiring tenant). One index probe per account, however many jobs each has.
+func (s *Store) AccountsHeldElsewhere(ctx context.Context, node string, after uuid.UUID, limit int) (HeldElsewhere, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH RECURSIVE a(id, n) AS (
+			SELECT (SELECT account_id FROM open_jobs WHERE account_id > $2 ORDER BY account_id LIMIT 1), 1
+			UNION ALL
+			SELECT (SELECT account_id FROM open_jobs WHERE account_id > a.id ORDER BY account_id LIMIT 1), a.n + 1
+			FROM a WHERE a.id IS NOT NULL AND a.n < $3)
+		SELECT a.id, f.node IS DISTINCT FROM $1 FROM a LEFT JOIN tenant_fences f ON f.account_id = a.id
+		WHERE a.id IS NOT NULL`, node, after, limit)
+	if err != nil {
+		return HeldElsewhere{}, fmt.Errorf("accounts held elsewhere: %w", err)
+	}
+	var h HeldElsewhere
+	var id uuid.UUID
+	var elsewhere bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &elsewhere}, func() error {
+		h.Visited++
+		if bytes.Compare(id[:], h.Last[:]) > 0 {
+			h.Last = id
+		}
+		if elsewhere {
+			h.Accounts = append(h.Accounts, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return HeldElsewhere{}, fmt.Errorf("accounts held elsewhere: %w", err)
+	}
+	return h, nil
+}
+
 // NewJob is an accepted send, written with its debit in one transaction.
 type NewJob struct {
 	ID            uuid.UUID
@@ -132,6 +180,12 @@ type NewJob struct {
 	// messages. Only inline messages get it: JobRecord does not keep it, so a job expanded
 	// later owes none (an SMPP send is of one recipient, always written inline).
 	Receipt ReceiptMode
+}
+
+// single reports a 1-recipient job outside a campaign: its message is its progress, so the
+// fold closes it without updating its row (migration 032).
+func (j *NewJob) single() bool {
+	return j.Recipients == 1 && j.CampaignID == nil && j.Campaign == nil
 }
 
 // ExpandJob writes message rows of a job accepted with pending recipients: the pending

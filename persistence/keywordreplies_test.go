@@ -97,7 +97,7 @@ func TestKeywordReplies(t *testing.T) {
 		m.CostCents != 0 || m.Parts != 1 || m.Encoding != carriers.GSM7 || m.Body != nil {
 		t.Errorf("STOP's confirmation = %+v", m)
 	}
-	if open, err := st.OpenJobs(ctx, acct, uuid.Nil, uuid.Max, 10, true); err != nil || len(open) != 1 || open[0] != j.ID {
+	if open, err := st.OpenJobs(ctx, acct, uuid.Nil, uuid.Max, 0, 10, true); err != nil || len(open) != 1 || open[0] != j.ID {
 		t.Errorf("open jobs = %v, %v; want the confirmation's", open, err)
 	}
 	// It goes to the number it confirms the suppression of: a STOP's job shares its

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 	"github.com/tuma-sms/tuma/persistence/pgtest"
 )
@@ -77,7 +76,7 @@ func TestMarksAreReadBackByTheirNode(t *testing.T) {
 	}
 	msg := j.Inline[0].ID
 	for _, node := range []string{"a", "b"} {
-		if _, err := st.Mark(ctx, persistence.NewID(), node, carriers.Safaricom, []persistence.SubmitKey{{AccountID: acct, ID: msg}}); err != nil {
+		if _, err := markOne(ctx, st, persistence.NewID(), node, []persistence.SubmitKey{{AccountID: acct, ID: msg}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,8 +87,17 @@ func TestMarksAreReadBackByTheirNode(t *testing.T) {
 	if len(m.Marks) != 1 || len(m.Unsettled) != 1 || m.Unsettled[0].ID != msg {
 		t.Errorf("node a read %d marks, unsettled %v; want its one mark over %s", len(m.Marks), m.Unsettled, msg)
 	}
-	ids, err := st.AccountMarks(ctx, acct)
-	if err != nil || len(ids) != 1 || ids[0] != msg {
-		t.Errorf("the account's marks: %v, %v; want %s once (both nodes' marks cover it)", ids, err, msg)
+	marked, err := st.AccountMarks(ctx, acct)
+	if err != nil || len(marked) != 1 || marked[0].ID != msg {
+		t.Fatalf("the account's marks: %v, %v; want %s once (both nodes' marks cover it)", marked, err, msg)
+	}
+	if age := marked[0].Age; age < 0 || age > time.Minute {
+		t.Errorf("the newest mark's age %s; want the moments since this test wrote it", age)
+	}
+	if q, err := st.StillQueued(ctx, acct, msg); err != nil || !q {
+		t.Errorf("StillQueued of a queued message: %v, %v; want true", q, err)
+	}
+	if q, err := st.StillQueued(ctx, acct, persistence.NewID()); err != nil || q {
+		t.Errorf("StillQueued of no message: %v, %v; want false", q, err)
 	}
 }

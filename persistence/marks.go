@@ -23,55 +23,80 @@ type SubmitKey struct {
 	Fence         int64
 }
 
-// Mark records that a link of node is about to submit these messages. One row per batch: the mark is
-// one insert however many messages it covers. Messages whose tenant incarnation was replaced
-// are left out of it and must not be submitted: Mark returns those incarnations (fenced).
-// The fences of the others stay locked until the mark commits, so the incarnation replacing
-// one sees this mark and asks the network about its messages rather than sending them again.
-func (s *Store) Mark(ctx context.Context, id uuid.UUID, node string, network carriers.Network, msgs []SubmitKey) (fenced map[FenceKey]bool, err error) {
-	accts, ids, epochs := make([]uuid.UUID, len(msgs)), make([]uuid.UUID, len(msgs)), make([]int64, len(msgs))
+// MarkBatch is one link's submits about to go out: one mark row.
+type MarkBatch struct {
+	ID      uuid.UUID
+	Network carriers.Network
+	Msgs    []SubmitKey
+}
+
+// MarkBatches records that links of node are about to submit these batches, one mark row each
+// and all in one transaction: a commit (and its WAL flush) per link batch was a third of
+// PostgreSQL's CPU for 1-recipient sends (bench/RESULTS.md). A row is one insert however many
+// messages it covers. Messages whose tenant incarnation was replaced are left out of it and
+// must not be submitted: fenced[i] holds batch i's replaced incarnations. The fences of the
+// others stay locked until the marks commit, so the incarnation replacing one sees this mark
+// and asks the network about its messages rather than sending them again.
+func (s *Store) MarkBatches(ctx context.Context, node string, batches []MarkBatch) (fenced []map[FenceKey]bool, err error) {
+	b := &pgx.Batch{}
+	pairs := make([]*fencePairs, len(batches))
+	for i, mb := range batches {
+		pairs[i] = queueMark(b, node, mb)
+	}
+	// One round trip and one implicit transaction: every mark commits, or none.
+	res := s.pool.SendBatch(ctx, b)
+	fenced = make([]map[FenceKey]bool, len(batches))
+	for i, f := range pairs {
+		if len(f.accounts) == 0 {
+			if _, err = res.Exec(); err != nil {
+				break
+			}
+			continue
+		}
+		var rows pgx.Rows
+		if rows, err = res.Query(); err != nil {
+			break
+		}
+		var live []FenceKey
+		if live, err = pgx.CollectRows(rows, pgx.RowToStructByPos[FenceKey]); err != nil {
+			break
+		}
+		fenced[i] = f.missing(live)
+	}
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mark submits: %w", err)
+	}
+	return fenced, nil
+}
+
+// queueMark queues one batch's mark; it returns the fences the statement checks (none: the
+// statement is a plain insert).
+func queueMark(b *pgx.Batch, node string, mb MarkBatch) *fencePairs {
+	n := len(mb.Msgs)
+	accts, ids, epochs := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]int64, n)
 	f := &fencePairs{}
-	for i, m := range msgs {
+	for i, m := range mb.Msgs {
 		accts[i], ids[i], epochs[i] = m.AccountID, m.ID, m.Fence
 		f.add(m.AccountID, m.Fence)
 	}
 	if len(f.accounts) == 0 {
-		_, err := s.pool.Exec(ctx, `INSERT INTO submit_marks (id, network, accounts, messages, node) VALUES ($1, $2, $3, $4, $5)`,
-			id, int16(network), accts, ids, node)
-		if err != nil {
-			return nil, fmt.Errorf("mark submits: %w", err)
-		}
-		return nil, nil
+		b.Queue(`INSERT INTO submit_marks (id, network, accounts, messages, node) VALUES ($1, $2, $3, $4, $5)`,
+			mb.ID, int16(mb.Network), accts, ids, node)
+		return f
 	}
 	// One statement: the fence check locks, and the insert keeps only what it let through.
-	rows, err := s.pool.Query(ctx, `WITH live AS (`+fenceCheck+`),
+	b.Queue(`WITH live AS (`+fenceCheck+`),
 		ins AS (
 			INSERT INTO submit_marks (id, network, accounts, messages, node)
 			SELECT $3, $4, array_agg(m.a ORDER BY m.o), array_agg(m.id ORDER BY m.o), $8
 			FROM unnest($5::uuid[], $6::uuid[], $7::bigint[]) WITH ORDINALITY AS m(a, id, e, o)
 			WHERE m.e = 0 OR (m.a, m.e) IN (SELECT account_id, epoch FROM live)
 			HAVING count(*) > 0)
-		SELECT account_id, epoch FROM live`, f.accounts, f.epochs, id, int16(network), accts, ids, epochs, node)
-	if err != nil {
-		return nil, fmt.Errorf("mark submits: %w", err)
-	}
-	live, err := pgx.CollectRows(rows, pgx.RowToStructByPos[FenceKey])
-	if err != nil {
-		return nil, fmt.Errorf("mark submits: %w", err)
-	}
-	held := make(map[FenceKey]bool, len(live))
-	for _, k := range live {
-		held[k] = true
-	}
-	for i, a := range f.accounts {
-		if k := (FenceKey{a, f.epochs[i]}); !held[k] {
-			if fenced == nil {
-				fenced = map[FenceKey]bool{}
-			}
-			fenced[k] = true
-		}
-	}
-	return fenced, nil
+		SELECT account_id, epoch FROM live`, f.accounts, f.epochs, mb.ID, int16(mb.Network), accts, ids, epochs, node)
+	return f
 }
 
 // Unmark deletes marks whose every submit has a durable outcome.

@@ -102,7 +102,7 @@ func (s *Store) FoldProgress(ctx context.Context, limit int) (FoldResult, error)
 		for _, p := range byJob {
 			jobs = append(jobs, *p)
 		}
-		res.Completed, err = applyProgress(ctx, tx, jobs)
+		res.Completed, err = applyProgress(ctx, tx, jobs, s.faults.skipCounts())
 		return err
 	})
 	if err != nil {
@@ -111,8 +111,12 @@ func (s *Store) FoldProgress(ctx context.Context, limit int) (FoldResult, error)
 	return res, nil
 }
 
-func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.UUID, error) {
+func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress, skipCounts bool) ([]uuid.UUID, error) {
 	slices.SortFunc(jobs, func(a, b JobProgress) int { return strings.Compare(string(a.JobID[:]), string(b.JobID[:])) })
+	closed, err := closeSingles(ctx, tx, jobs)
+	if err != nil {
+		return nil, err
+	}
 	var ids []uuid.UUID
 	var deliv, failed, f1, f2, f3 []int32
 	var refunds []int64
@@ -126,7 +130,7 @@ func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.U
 		c[0], c[1], c[2] = c[0]+int64(p.Sent), c[1]+int64(p.Delivered), c[2]+int64(p.Failed)
 		// Messages going from queued to sent change the account's count only: the job row
 		// changes when they finish (migration 015).
-		if p.Delivered == 0 && p.Failed == 0 && p.RefundedCents == 0 {
+		if p.Delivered == 0 && p.Failed == 0 && p.RefundedCents == 0 || closed[p.JobID] {
 			continue
 		}
 		ids, refunds = append(ids, p.JobID), append(refunds, p.RefundedCents)
@@ -135,6 +139,37 @@ func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.U
 		f2 = append(f2, int32(p.Finished[carriers.Airtel]))
 		f3 = append(f3, int32(p.Finished[carriers.Telkom]))
 	}
+	completed := make([]uuid.UUID, 0, len(closed))
+	for id := range closed {
+		completed = append(completed, id)
+	}
+	if len(ids) > 0 {
+		folded, err := foldJobs(ctx, tx, ids, deliv, failed, refunds, f1, f2, f3)
+		if err != nil {
+			return nil, err
+		}
+		completed = append(completed, folded...)
+	}
+	if skipCounts {
+		return completed, nil
+	}
+	accts := sortedIDs(byAccount)
+	se, d, f := make([]int64, len(accts)), make([]int64, len(accts)), make([]int64, len(accts))
+	for i, a := range accts {
+		se[i], d[i], f[i] = byAccount[a][0], byAccount[a][1], byAccount[a][2]
+	}
+	_, err = tx.Exec(ctx, `UPDATE message_counts c SET sent = c.sent + u.s, delivered = c.delivered + u.d, failed = c.failed + u.f
+		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[]) AS u(account_id, s, d, f)
+		WHERE c.account_id = u.account_id`, accts, se, d, f)
+	if err != nil {
+		return nil, fmt.Errorf("update message counts: %w", err)
+	}
+	return completed, nil
+}
+
+// foldJobs adds the progress of jobs ids to their rows and closes those now complete,
+// finishing their campaigns. It returns the jobs it closed.
+func foldJobs(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, deliv, failed []int32, refunds []int64, f1, f2, f3 []int32) ([]uuid.UUID, error) {
 	rows, err := tx.Query(ctx, `
 		UPDATE jobs j SET
 			delivered_count = j.delivered_count + u.delivered,
@@ -168,26 +203,44 @@ func applyProgress(ctx context.Context, tx pgx.Tx, jobs []JobProgress) ([]uuid.U
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("update jobs: %w", err)
 	}
-	if len(completed) > 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM open_jobs WHERE job_id = ANY($1::uuid[])`, completed); err != nil {
-			return nil, fmt.Errorf("close jobs: %w", err)
-		}
-		if err := finishCampaigns(ctx, tx, completed); err != nil {
-			return nil, err
-		}
+	if len(completed) == 0 {
+		return nil, nil
 	}
-	accts := sortedIDs(byAccount)
-	se, d, f := make([]int64, len(accts)), make([]int64, len(accts)), make([]int64, len(accts))
-	for i, a := range accts {
-		se[i], d[i], f[i] = byAccount[a][0], byAccount[a][1], byAccount[a][2]
+	if _, err := tx.Exec(ctx, `DELETE FROM open_jobs WHERE job_id = ANY($1::uuid[])`, completed); err != nil {
+		return nil, fmt.Errorf("close jobs: %w", err)
 	}
-	_, err = tx.Exec(ctx, `UPDATE message_counts c SET sent = c.sent + u.s, delivered = c.delivered + u.d, failed = c.failed + u.f
-		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[]) AS u(account_id, s, d, f)
-		WHERE c.account_id = u.account_id`, accts, se, d, f)
-	if err != nil {
-		return nil, fmt.Errorf("update message counts: %w", err)
+	if err := finishCampaigns(ctx, tx, completed); err != nil {
+		return nil, err
 	}
 	return completed, nil
+}
+
+// closeSingles closes the 1-recipient jobs outside campaigns (open_jobs.single) whose message
+// became final in jobs: their open_jobs rows go and their jobs rows stay as accepted, the
+// message being their progress (migration 032). It returns the jobs it closed.
+func closeSingles(ctx context.Context, tx pgx.Tx, jobs []JobProgress) (map[uuid.UUID]bool, error) {
+	var final []uuid.UUID
+	for _, p := range jobs {
+		if p.Delivered > 0 || p.Failed > 0 {
+			final = append(final, p.JobID)
+		}
+	}
+	if len(final) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `DELETE FROM open_jobs WHERE job_id = ANY($1::uuid[]) AND single RETURNING job_id`, final)
+	if err != nil {
+		return nil, fmt.Errorf("close single jobs: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("close single jobs: %w", err)
+	}
+	closed := make(map[uuid.UUID]bool, len(ids))
+	for _, id := range ids {
+		closed[id] = true
+	}
+	return closed, nil
 }
 
 // Backlog is what unfinished jobs still hold: messages not yet delivered or failed, by network

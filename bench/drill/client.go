@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -200,4 +201,14 @@ func (c *client) collectGarbage(ctx context.Context) ([]byte, error) {
 		}
 	}
 	return r.body, nil
+}
+
+// saveGoroutines writes the node's goroutines, grouped by stack, to path (GET
+// /debug/pprof/goroutine?debug=1), to tell a leak from a pool that has not yet shrunk.
+func (c *client) saveGoroutines(ctx context.Context, path string) error {
+	r, err := c.admin(ctx, "GET", "/debug/pprof/goroutine?debug=1", nil, 200)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, r.body, 0o644)
 }

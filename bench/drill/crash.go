@@ -63,7 +63,7 @@ func crashDrill(ctx context.Context, r *runner, rec *recorder) error {
 		// Read this process's resends and how many jobs it is dispatching just before it dies.
 		if m, err := n.c.scrape(ctx); err == nil {
 			resent += m.sum(mResent)
-			unsettled += m.sum(mUnsettled)
+			unsettled += m.askedFirst()
 			bound += 3 * 256 * m.sum(mJobsActive)
 		}
 		if err := n.kill(); err != nil {
@@ -100,7 +100,7 @@ func crashDrill(ctx context.Context, r *runner, rec *recorder) error {
 	// The last process's resends count too, once it has settled.
 	if m, serr := n.c.scrape(ctx); serr == nil {
 		resent += m.sum(mResent)
-		unsettled += m.sum(mUnsettled)
+		unsettled += m.askedFirst()
 	} else {
 		resentNote = " (the last scrape failed)"
 	}

@@ -98,11 +98,14 @@ func TestCrashDrill(t *testing.T) {
 	mustPass(t, runDrill(t, "crash", ""))
 }
 
-// The crash drill notices refunds that never reach the wallet, and keys given back after an
-// unknown outcome (a retry charged twice).
+// The crash drill notices refunds that never reach the wallet, accounts' message counts that
+// never move, and keys given back after an unknown outcome (a retry charged twice).
 func TestCrashDrillNoticesFaults(t *testing.T) {
 	t.Run("skip-refunds", func(t *testing.T) {
 		mustFail(t, runDrill(t, "crash", "skip-refunds"), "crash", "ledger")
+	})
+	t.Run("skip-counts", func(t *testing.T) {
+		mustFail(t, runDrill(t, "crash", "skip-counts"), "crash", "account counts")
 	})
 	t.Run("release-keys", func(t *testing.T) {
 		// A key given back shows only when a send answered 503 (its outcome unknown) is

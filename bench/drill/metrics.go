@@ -27,6 +27,7 @@ const (
 	mRecovering     = "tuma_engine_recovery_in_progress"
 	mHTTPRequests   = "tuma_http_requests_total"
 	mResumedMessage = "tuma_engine_messages_resumed_total"
+	mMembers        = "tuma_cluster_members"
 )
 
 // sample is one line of the Prometheus text format.
@@ -151,4 +152,12 @@ func parseLabels(s string, into map[string]string) {
 		}
 		s = s[i+1:]
 	}
+}
+
+// askedFirst is the messages a node asked its network (or, for one that cannot say, the
+// database) about before any resend, each once (one found not yet, while another node's
+// submit may still arrive, is counted when asked again).
+func (m metrics) askedFirst() float64 {
+	return m.sum(mUnsettled, "outcome", "found") + m.sum(mUnsettled, "outcome", "absent") +
+		m.sum(mUnsettled, "outcome", "recorded")
 }

@@ -184,6 +184,9 @@ func quietState(ctx context.Context, n *node, limit time.Duration, want float64,
 			if err := os.WriteFile(filepath.Join(n.r.work, "heap-"+label+".pprof"), profile, 0o644); err != nil {
 				return st, err
 			}
+			if err := c.saveGoroutines(ctx, filepath.Join(n.r.work, "goroutines-"+label+".txt")); err != nil {
+				return st, err
+			}
 			if m, err = c.scrape(ctx); err != nil {
 				return st, err
 			}

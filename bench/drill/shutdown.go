@@ -360,7 +360,8 @@ func drainedRows(ctx context.Context, n *node, rec *recorder) error {
 	err = db.QueryRow(ctx, `SELECT (SELECT count(*) FROM progress_log), (SELECT count(*) FROM submit_marks),
 		(SELECT count(*) FROM jobs j LEFT JOIN (SELECT job_id, count(*) FILTER (WHERE status = 'delivered') d,
 			count(*) FILTER (WHERE status = 'failed') f FROM messages GROUP BY job_id) m ON m.job_id = j.id
-		 WHERE j.delivered_count <> coalesce(m.d, 0) OR j.failed_count <> coalesce(m.f, 0)),
+		 WHERE (j.delivered_count <> coalesce(m.d, 0) OR j.failed_count <> coalesce(m.f, 0))
+			AND NOT (j.recipients_count = 1 AND j.campaign_id IS NULL)),
 		(SELECT count(*) FROM open_jobs), (SELECT count(*) FROM messages WHERE status = 'queued'),
 		(SELECT count(*) FROM messages WHERE status = 'sent')`).Scan(&logged, &marks, &off, &open, &queued, &sent)
 	if err != nil {

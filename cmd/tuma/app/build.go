@@ -331,6 +331,8 @@ func (a *App) startEngine(ctx context.Context) error {
 		SharedSender:    cfg.SharedSenderID,
 		ReceiptTimeout:  cfg.ReceiptTimeout,
 		ReceiptDeadline: cfg.ReceiptDeadline,
+		OrphanSweep:     cfg.OrphanSweep,
+		TakeoverSettle:  cfg.TakeoverSettle,
 		Faults:          cfg.Faults.engine(),
 		LowBalanceCents: cfg.LowBalanceCents,
 		HandOffBudget:   messageBudget(cfg.HandOffMessages),

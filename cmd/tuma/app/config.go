@@ -99,6 +99,8 @@ type Config struct {
 	QuietHoursCheck time.Duration
 	ReceiptTimeout  time.Duration
 	ReceiptDeadline time.Duration
+	OrphanSweep     time.Duration // 0: never
+	TakeoverSettle  time.Duration // 0: ask about another node's marks at once
 	Faults          Faults
 
 	EmailsPerHour int

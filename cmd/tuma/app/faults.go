@@ -11,7 +11,7 @@ import (
 )
 
 // faultNames are the defects TUMA_FAULTS may name.
-var faultNames = []string{"skip-refunds", "skip-resume", "release-keys", "hold-slots", "log-secrets", "cross-tenant", "abrupt-shutdown", "no-shed", "local-tps", "unwatched"}
+var faultNames = []string{"skip-refunds", "skip-counts", "skip-resume", "release-keys", "hold-slots", "log-secrets", "cross-tenant", "abrupt-shutdown", "no-shed", "local-tps", "unwatched"}
 
 // Faults is the parsed TUMA_FAULTS.
 type Faults []string

@@ -16,7 +16,8 @@ const faultsBuild = true
 func (f Faults) has(name string) bool { return slices.Contains(f, name) }
 
 func (f Faults) store() persistence.Faults {
-	return persistence.Faults{SkipRefunds: f.has("skip-refunds"), CrossTenant: f.has("cross-tenant")}
+	return persistence.Faults{SkipRefunds: f.has("skip-refunds"), CrossTenant: f.has("cross-tenant"),
+		SkipCounts: f.has("skip-counts")}
 }
 
 func (f Faults) engine() actors.Faults {

@@ -299,10 +299,12 @@ func options() []option {
 		durationOption("TUMA_QUIET_HOURS_CHECK", "30s", "how often a tenant looks at its quiet hours between their edges (it also wakes at each edge): promotional messages go within this of a clock that jumps", func(c *Config) *time.Duration { return &c.QuietHoursCheck }, duration),
 		intOption("TUMA_LINK_WINDOW", "256", "carrier links: most submits in flight per network (with SMPP, at least the sum of its binds' windows); a network answering in L passes at most this many per L", func(c *Config) *int { return &c.LinkWindow }, 1, 10_000),
 		durationOption("TUMA_RECEIPT_TIMEOUT", "10m", "a sent message with no delivery receipt after this is asked about", func(c *Config) *time.Duration { return &c.ReceiptTimeout }, duration),
-		{"TUMA_FAULTS", "", "deliberate defects for the drills' own tests (skip-refunds, skip-resume, release-keys, hold-slots, log-secrets, cross-tenant, abrupt-shutdown, no-shed, local-tps, unwatched); only binaries built with -tags faults accept it", false,
+		{"TUMA_FAULTS", "", "deliberate defects for the drills' own tests (skip-refunds, skip-counts, skip-resume, release-keys, hold-slots, log-secrets, cross-tenant, abrupt-shutdown, no-shed, local-tps, unwatched); only binaries built with -tags faults accept it", false,
 			func(c *Config, v string) error { return c.Faults.parse(v) },
 			func(c *Config) string { return c.Faults.String() }},
 		durationOption("TUMA_RECEIPT_DEADLINE", "72h", "a sent message still without a final status after this fails and is refunded (the stale-sent sweep; at least TUMA_RECEIPT_TIMEOUT)", func(c *Config) *time.Duration { return &c.ReceiptDeadline }, duration),
+		durationOption("TUMA_ORPHAN_SWEEP", "30s", "how often a node looks for accounts it owns with unfinished jobs whose tenant fence another node holds and that no tenant here runs (a cluster handoff that raced a retiring tenant), and wakes them (0: never)", func(c *Config) *time.Duration { return &c.OrphanSweep }, durationOrZero),
+		durationOption("TUMA_TAKEOVER_SETTLE", "15s", "how long after another node marked a submit it may still reach its network (queue, window, response timeout): a node taking the account over sends that message only once this has passed, the network does not have it (asked again then) or, for SMPP, which cannot be asked, the other node has recorded no outcome for it (0: at once, and a submit still on its way goes twice)", func(c *Config) *time.Duration { return &c.TakeoverSettle }, durationOrZero),
 		{"TUMA_WEBHOOK_RETRY_SCHEDULE", "5s,5m,30m,2h,5h,10h,10h,14h", "delays before each retry of a failed webhook delivery (±10 % jitter); after the last, the delivery has failed", false,
 			func(c *Config, v string) error {
 				d, err := webhooks.ParseSchedule(v)
