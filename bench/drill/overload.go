@@ -78,6 +78,12 @@ func overloadDrill(ctx context.Context, r *runner, rec *recorder) error {
 	var after []nodeState
 	for range 2 {
 		storm, hotStorm, witness := newStorm(n, crowd, stormSize), newStorm(n, []*tenant{hot}, 1), newStorm(n, []*tenant{witnessT}, stormSize)
+		// The witness's connection is open before the storm: it stands for a client already
+		// connected, not one dialling into the storm's 2,048 new connections (a kernel accept
+		// queue under a flood of handshakes, measured: 0.2–0.6 s to connect alone).
+		if rep := witness.c.do(ctx, "GET", "/healthz", nil); rep.status != 200 {
+			return fmt.Errorf("the witness could not connect before the storm: %d %v", rep.status, rep.err)
+		}
 		probes := startOpsProbes(ctx, n.c)
 		var wg sync.WaitGroup
 		wg.Go(func() { storm.openLoop(ctx, 10*sustainable, 4096, sz.Storm) })
@@ -117,10 +123,12 @@ func overloadDrill(ctx context.Context, r *runner, rec *recorder) error {
 		// goroutines on the node's CPUs) see their own scheduling too, reported beside it.
 		w := witnessed[i]
 		p99 := w.p(99)
-		rec.value("accepted sends stay fast"+label, p99.Seconds(), "s", w.count(202) > 0 && p99 <= sz.StormAcceptP99,
-			fmt.Sprintf("another tenant's sends of %d, one at a time: %s, accepted p50 %s, p99 %s; the storm's accepted p50 %s, p99 %s",
-				stormSize, w.codes(), secs(w.p(50)), secs(p99), secs(storm.p(50)), secs(storm.p(99))),
-			"p99 ≤ "+secs(sz.StormAcceptP99), "accepted sends queued behind the storm")
+		// A request of the witness's left without an answer (the client gives up after 10 s)
+		// is the slowest of all, whatever the accepted ones took.
+		rec.value("accepted sends stay fast"+label, p99.Seconds(), "s", w.count(202) > 0 && w.errors.Load() == 0 && p99 <= sz.StormAcceptP99,
+			fmt.Sprintf("another tenant's sends of %d, one at a time: %s, %s without an answer, accepted p50 %s, p99 %s; the storm's accepted p50 %s, p99 %s",
+				stormSize, w.codes(), count(w.errors.Load()), secs(w.p(50)), secs(p99), secs(storm.p(50)), secs(storm.p(99))),
+			"p99 ≤ "+secs(sz.StormAcceptP99)+", every one answered", "accepted sends queued behind the storm")
 		rec.value("/healthz and /metrics"+label, op.worst.Seconds(), "s", op.failed == 0 && op.worst <= 2*time.Second,
 			fmt.Sprintf("%d probes during the storm, %d failed: p50 %s, max %s", op.n, op.failed, secs(op.p50), secs(op.worst)),
 			"every probe answered, max ≤ 2 s", "operators lose sight of the node under load")
