@@ -102,13 +102,19 @@ func (l *linkActor) submit(ctx context.Context, j submitJob) *submitDone {
 	start := time.Now()
 	d := &submitDone{req: req}
 	if req.msg.unsettled {
+		// A submit another node marked recently may still be on its way to the network: until
+		// askAfter it waits (the network would not know it yet, nor the other node its outcome).
+		later := func() *submitDone {
+			nm.recovered.notYet.Inc()
+			d.err, d.took = errAskLater, time.Since(start)
+			return d
+		}
+		tooSoon := req.askAfter > start.UnixNano()
 		if st.looker == nil {
 			// A network that cannot be asked: the other node, alive (its mark is recent), records
 			// the outcome of a submit it made, which the wait lets arrive.
-			if req.askAfter > start.UnixNano() {
-				nm.recovered.notYet.Inc()
-				d.err, d.took = errAskLater, time.Since(start)
-				return d
+			if tooSoon {
+				return later()
 			}
 			if req.askAfter != 0 {
 				switch queued, err := l.e.store.StillQueued(ctx, req.account, req.msg.id); {
@@ -129,10 +135,8 @@ func (l *linkActor) submit(ctx context.Context, j submitJob) *submitDone {
 		} else if !errors.Is(err, ErrUnknownMessage) {
 			d.err, d.took = fmt.Errorf("%w: %w", errLookupFailed, err), time.Since(start)
 			return d
-		} else if req.askAfter > start.UnixNano() {
-			nm.recovered.notYet.Inc()
-			d.err, d.took = errAskLater, time.Since(start)
-			return d
+		} else if tooSoon {
+			return later()
 		} else {
 			nm.recovered.absent.Inc()
 		}
