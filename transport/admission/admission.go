@@ -17,8 +17,7 @@ import (
 // the node serves within the target (never under a floor), so a storm is met in a window; when it did not and the bound
 // was reached, it doubles (or, saturated, rises at once to what the node serves within the
 // target) while requests take under half the target and grows by a twentieth
-// nearer it (never over the ceiling); under half the target without reaching the bound, it
-// doubles back towards the ceiling, as nothing is overloaded. A node then holds only as many requests as it serves within the target,
+// nearer it (never over the ceiling). A node then holds only as many requests as it serves within the target,
 // whatever they cost: a hundred 1-recipient sends or a few 10,000-recipient ones.
 type Controller struct {
 	ceiling int64         // most requests at once; 0: no bound at all
@@ -133,14 +132,6 @@ func (a *Controller) Leave(took time.Duration) {
 		limit = min(a.ceiling, grown)
 	case full:
 		limit = min(a.ceiling, limit+max(1, limit/20))
-	case wait < a.target/2:
-		// Quick and under the bound: no overload to guard against, so the bound goes back
-		// towards the ceiling. Left low by the slow reads at the end of a busy spell, it
-		// refused the next burst of quick sends for a window, from every client but the
-		// bound's few (measured: 1,535 refusals at the start of a run of 1-recipient sends
-		// after one of 10,000-recipient sends). A storm meeting the higher bound is met in a
-		// window, as at a start.
-		limit = min(a.ceiling, 2*limit)
 	}
 	a.limit.Store(limit)
 }
