@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -16,8 +17,9 @@ func hookForm(u, description string, events ...string) url.Values {
 }
 
 var (
-	hookIDRE   = regexp.MustCompile(`action="/app/developers/webhooks/([0-9a-f-]{36})/test"`)
-	secretRE   = regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`)
+	hookIDRE = regexp.MustCompile(`action="/app/developers/webhooks/([0-9a-f-]{36})/test"`)
+	// The page escapes a '+' in the base64 as &#43;: read the element, then unescape it.
+	secretRE   = regexp.MustCompile(`id="secret">(whsec_[^<]+)</code>`)
 	deliveryRE = regexp.MustCompile(`action="/app/developers/webhooks/[0-9a-f-]{36}/deliveries/([0-9a-f-]{36})/retry"`)
 )
 
@@ -25,10 +27,20 @@ var (
 func createdHook(t *testing.T, r page) (id, secret string) {
 	t.Helper()
 	m := hookIDRE.FindStringSubmatch(r.Body)
-	if r.Status != http.StatusCreated || m == nil || secretRE.FindString(r.Body) == "" {
+	secret = shownSecret(r.Body)
+	if r.Status != http.StatusCreated || m == nil || secret == "" {
 		t.Fatalf("create = %d; want 201 with the endpoint and its secret:\n%.3000s", r.Status, r.Body)
 	}
-	return m[1], secretRE.FindString(r.Body)
+	return m[1], secret
+}
+
+// shownSecret is the whsec_ secret a page shows, as a person would copy it; "" when none.
+func shownSecret(body string) string {
+	m := secretRE.FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
 }
 
 // The create form shows the secret once, with how to check a signature; refusals (a URL the
@@ -124,7 +136,7 @@ func TestDashboardWebhooksCreateOnceAndRefusals(t *testing.T) {
 		t.Errorf("a week and a second = %d:\n%.4000s", r.Status, r.Body)
 	}
 	rolled := p.post(here, here+"/roll-secret", url.Values{"expires_in_seconds": {"60"}})
-	if s := secretRE.FindString(rolled.Body); rolled.Status != 200 || s == "" || s == secret || !strings.Contains(rolled.Body, "signed with both") {
+	if s := shownSecret(rolled.Body); rolled.Status != 200 || s == "" || s == secret || !strings.Contains(rolled.Body, "signed with both") {
 		t.Errorf("roll = %d:\n%.4000s", rolled.Status, rolled.Body)
 	}
 	if r := p.get(here); strings.Contains(r.Body, "whsec_") {
