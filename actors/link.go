@@ -114,6 +114,8 @@ type (
 		// askAfter (unix ns): another node's submit of it may reach the network until then;
 		// found absent before, it waits (linkState.later) and is asked about again.
 		askAfter int64
+		// slotAt (unix ns): when it took its slot of the link's rate, before its mark
+		slotAt int64
 	}
 	wake     struct{}
 	queryCmd struct{ providerID string }
@@ -338,26 +340,14 @@ func (l *linkActor) pump(ctx actor.Context) {
 		l.wakeAt(ctx, now.Add(time.Millisecond))
 		return
 	}
-	l.submitReady(ctx)
+	l.submitReady(ctx, now)
 	for len(st.retry)+st.queue.len() > 0 && len(st.toMark)+st.markingN+len(st.ready) < markAhead*st.opts.Window {
 		if st.breaker.State() == gobreaker.StateOpen {
 			l.wakeAt(ctx, now.Add(breakerProbeEvery))
 			break
 		}
-		if at, ok := st.pacer.ready(now); !ok {
-			l.wakeAt(ctx, at)
+		if !l.paced(ctx, now) {
 			break
-		}
-		if st.shared != nil {
-			if at, ok := st.shared.take(now); !ok {
-				switch {
-				case !at.IsZero():
-					l.wakeAt(ctx, at)
-				case !st.shared.asking:
-					l.askSlots(ctx, len(st.retry)+st.queue.len())
-				}
-				break
-			}
 		}
 		st.pacer.took(now)
 		var req *submitReq
@@ -366,6 +356,7 @@ func (l *linkActor) pump(ctx actor.Context) {
 		} else {
 			req = st.queue.pop()
 		}
+		req.slotAt = now.UnixNano()
 		st.toMark = append(st.toMark, req)
 	}
 	l.mark(ctx)

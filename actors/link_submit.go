@@ -33,11 +33,22 @@ type (
 )
 
 // submitReady hands marked submits to the workers while the window and the breaker allow.
-func (l *linkActor) submitReady(ctx actor.Context) {
+func (l *linkActor) submitReady(ctx actor.Context, now time.Time) {
 	st, e := l.st, l.e
 	refused := false
+	rated := st.shared != nil || st.pacer.rate() > 0
 	for len(st.ready) > 0 && st.inflight < st.opts.Window {
 		req := st.ready[0]
+		if rated && now.UnixNano()-req.slotAt > int64(slotLateness) {
+			// Its slot passed while its mark was written (a slow write, a link's first is
+			// cold): it takes a slot of now, so submits a mark held never go out together
+			// over the network's rate. The one it missed is lost: the rate is undershot.
+			if !l.paced(ctx, now) {
+				break
+			}
+			st.pacer.took(now)
+			req.slotAt = now.UnixNano()
+		}
 		st.ready[0] = nil
 		st.ready = st.ready[1:]
 		done, err := st.breaker.Allow()
@@ -58,6 +69,30 @@ func (l *linkActor) submitReady(ctx actor.Context) {
 		l.flushUnmarks(ctx, false)
 		l.wakeAt(ctx, time.Now().Add(breakerProbeEvery))
 	}
+}
+
+// paced says whether the link's rate and its network's shared schedule allow a submit now,
+// taking a slot of the schedule when they do; otherwise it arms the wake-up for when they
+// will (or asks for slots).
+func (l *linkActor) paced(ctx actor.Context, now time.Time) bool {
+	st := l.st
+	if at, ok := st.pacer.ready(now); !ok {
+		l.wakeAt(ctx, at)
+		return false
+	}
+	if st.shared == nil {
+		return true
+	}
+	at, ok := st.shared.take(now)
+	switch {
+	case ok:
+		return true
+	case !at.IsZero():
+		l.wakeAt(ctx, at)
+	case !st.shared.asking:
+		l.askSlots(ctx, len(st.ready)+len(st.retry)+st.queue.len())
+	}
+	return false
 }
 
 // outgoing is a submit as the carrier sees it.

@@ -80,13 +80,11 @@ func clusterTPSDrill(ctx context.Context, r *runner, rec *recorder) error {
 		return fmt.Errorf("the SMSC saw submits in only %d seconds", len(per))
 	}
 	worst := slices.Max(per)
-	// A link takes a submit's slot when it marks the submit, not when the submit goes: a slow
-	// mark write (the first of a link's, cold) holds submits of several slots and lets them go
-	// together. Measured in the first full second of the load: 101–107 of 100, every other
-	// second 99–101. 10 % over the cap is that; nodes each keeping the cap alone are 3×.
-	rec.value("submits in a second, at worst", float64(worst), "submits", worst <= clusterTPS*110/100,
+	// A submit whose slot passed while its mark was written takes a new one as it goes, so a
+	// slow (cold) mark write does not bunch submits: the slots' lateness bounds the excess.
+	rec.value("submits in a second, at worst", float64(worst), "submits", worst <= clusterTPS*105/100,
 		fmt.Sprintf("the SMSC's busiest second of %d: %d submits (cap %d over 3 nodes); each second: %v", len(per), worst, clusterTPS, per),
-		fmt.Sprintf("≤ %d", clusterTPS*110/100), "the nodes together exceed the network's TPS")
+		fmt.Sprintf("≤ %d", clusterTPS*105/100), "the nodes together exceed the network's TPS")
 	middle := slices.Clone(per[1 : len(per)-1]) // the first and last seconds are partial
 	slices.Sort(middle)
 	median := middle[len(middle)/2]
