@@ -52,12 +52,17 @@ func (a *Controller) Enter() bool {
 	}
 	if a.n.Add(1) > a.limit.Load() {
 		a.n.Add(-1)
-		if !a.full.Swap(true) {
-			a.restartStale()
-		}
+		a.demanded()
 		return false
 	}
 	return true
+}
+
+// demanded notes a request refused: demand exceeded the bound in this window.
+func (a *Controller) demanded() {
+	if !a.full.Swap(true) {
+		a.restartStale()
+	}
 }
 
 // restartStale starts a new window when the bound is first reached in one that began more

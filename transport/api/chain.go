@@ -18,6 +18,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tuma-sms/tuma/transport/admission"
 	"github.com/tuma-sms/tuma/transport/auth"
 )
 
@@ -28,7 +29,7 @@ func (s *Server) wrap(method, route string, acc Access, h Handler) fasthttp.Requ
 // chain is the handler of a route: the chain, then h. pages admits the callers of a page
 // route and shows its problems; nil for the API's routes.
 func (s *Server) chain(method, route string, acc Access, pages Pages, h Handler) fasthttp.RequestHandler {
-	limited := admitted(route)
+	limited, class := admitted(route), admission.ClassOf(method)
 	templated := strings.Contains(route, "{")
 	upload := s.uploadLimit(method, route)
 	var rm *routeMetrics
@@ -72,7 +73,7 @@ func (s *Server) chain(method, route string, acc Access, pages Pages, h Handler)
 		}()
 
 		if limited {
-			if !s.admit.Enter() {
+			if !s.admit.Enter(class) {
 				s.metrics.shed.Inc()
 				p := NewProblem("overloaded", "the node is serving as many requests as it can; retry shortly")
 				p.RetryAfter = 1
@@ -81,9 +82,9 @@ func (s *Server) chain(method, route string, acc Access, pages Pages, h Handler)
 			}
 			defer func() {
 				if upload > 0 {
-					s.admit.Release() // its time is the client's upload speed, not the node's load
+					s.admit.Release(class) // its time is the client's upload speed, not the node's load
 				} else {
-					s.admit.Leave(time.Since(start))
+					s.admit.Leave(class, time.Since(start))
 				}
 			}()
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tuma-sms/tuma/persistence"
+	"github.com/tuma-sms/tuma/transport/admission"
 )
 
 // keyBook claims every key and counts the keys given back.
@@ -48,8 +49,8 @@ func TestFaultHooks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.admit.Bound() == 0; got != on {
-			t.Errorf("NoShed %v: admission bound %d", on, s.admit.Bound())
+		if got := s.admit.Bound(admission.Write) == 0; got != on {
+			t.Errorf("NoShed %v: admission bound %d", on, s.admit.Bound(admission.Write))
 		}
 
 		// LogSecrets: the front logs each request's credentials.

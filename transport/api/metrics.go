@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tuma-sms/tuma/transport/admission"
 )
 
 // httpMetrics are labelled by route template (never the raw path), a fixed set of methods and
@@ -18,8 +20,8 @@ type httpMetrics struct {
 	shed     prometheus.Counter // refused by admission (503 overloaded)
 }
 
-// newHTTPMetrics registers the front door's series; bound reads the admission bound.
-func newHTTPMetrics(reg prometheus.Registerer, bound func() int64) (*httpMetrics, error) {
+// newHTTPMetrics registers the front door's series; bound reads a class's admission bound.
+func newHTTPMetrics(reg prometheus.Registerer, bound func(admission.Class) int64) (*httpMetrics, error) {
 	m := &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "tuma", Subsystem: "http", Name: "requests_total",
@@ -43,11 +45,14 @@ func newHTTPMetrics(reg prometheus.Registerer, bound func() int64) (*httpMetrics
 			Help: "API requests refused at once with 503 overloaded because TUMA_MAX_IN_FLIGHT were being served.",
 		}),
 	}
-	admissionLimit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "tuma", Subsystem: "http", Name: "admission_limit",
-		Help: "API requests the node takes at once now (adapts between a floor and TUMA_MAX_IN_FLIGHT; 0: no bound).",
-	}, func() float64 { return float64(bound()) })
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight, m.panics, m.shed, admissionLimit} {
+	cs := []prometheus.Collector{m.requests, m.duration, m.inFlight, m.panics, m.shed}
+	for _, c := range []admission.Class{admission.Read, admission.Write} {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "tuma", Subsystem: "http", Name: "admission_limit", ConstLabels: prometheus.Labels{"class": c.String()},
+			Help: "API requests of a class (read: GET and HEAD; write: the rest) the node takes at once now (adapts between a floor and TUMA_MAX_IN_FLIGHT, which also bounds both together; 0: no bound).",
+		}, func() float64 { return float64(bound(c)) }))
+	}
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -96,7 +96,7 @@ type Server struct {
 	metrics *httpMetrics
 	routes  []Route
 	reqIDs  *requestIDs
-	admit   *admission.Controller
+	admit   *admission.Gate
 	uploads []uploadRoute // routes whose bodies are streamed (Router.Upload)
 	// staticMethods are the methods of each path without parameters, "GET, POST"; set once
 	// every route is registered.
@@ -113,9 +113,9 @@ type Route struct {
 // New builds the server and registers the routes of every group.
 func New(opts Options, deps Deps, groups ...Group) (*Server, error) {
 	opts = opts.withDefaults()
-	admit := admission.New(opts.MaxInFlight, opts.ShedLatency)
+	admit := admission.NewGate(opts.MaxInFlight, opts.ShedLatency)
 	if opts.Faults.noShed() {
-		admit = admission.New(0, 0)
+		admit = admission.NewGate(0, 0)
 	}
 	m, err := newHTTPMetrics(deps.Registerer, admit.Bound)
 	if err != nil {

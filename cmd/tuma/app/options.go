@@ -215,8 +215,8 @@ func options() []option {
 		boolOption("TUMA_ACCESS_LOG", "true", "log every HTTP request", func(c *Config) *bool { return &c.AccessLog }),
 		intOption("TUMA_MAX_BODY_BYTES", "4194304", "largest request body accepted (413 beyond)", func(c *Config) *int { return &c.MaxBodyBytes }, 1024, 1<<30),
 		durationOption("TUMA_REQUEST_TIMEOUT", "30s", "deadline of each request's work", func(c *Config) *time.Duration { return &c.RequestTimeout }, duration),
-		intOption("TUMA_MAX_IN_FLIGHT", "512", "most API requests served at once; beyond the bound a request is answered 503 overloaded with Retry-After at once instead of queueing (health, readiness and metrics are never refused; 0 = no bound)", func(c *Config) *int { return &c.MaxInFlight }, 0, 1_000_000),
-		durationOption("TUMA_SHED_LATENCY", "250ms", "the in-flight bound shrinks while the mean latency of API requests exceeds this, and grows back to TUMA_MAX_IN_FLIGHT when it does not (0 = a fixed bound)", func(c *Config) *time.Duration { return &c.ShedLatency }, durationOrZero),
+		intOption("TUMA_MAX_IN_FLIGHT", "512", "most API requests served at once, reads and writes together; beyond the bound (or its class's, TUMA_SHED_LATENCY) a request is answered 503 overloaded with Retry-After at once instead of queueing (health, readiness and metrics are never refused; 0 = no bound)", func(c *Config) *int { return &c.MaxInFlight }, 0, 1_000_000),
+		durationOption("TUMA_SHED_LATENCY", "250ms", "each class of API request (reads: GET and HEAD; writes: the rest) has an in-flight bound that shrinks while the mean latency of its requests exceeds this, and grows back to TUMA_MAX_IN_FLIGHT when it does not, so slow reads never shed quick sends (0 = fixed bounds)", func(c *Config) *time.Duration { return &c.ShedLatency }, durationOrZero),
 		{"TUMA_CLUSTER_ADDR", "", "host:port this node's actor system listens on for the other nodes (its health port, for the membership checks, is the next port); unset: a single node, which refuses to share its database", false,
 			func(c *Config, v string) error {
 				if v == "" {
