@@ -147,8 +147,9 @@ type loader struct {
 	messages *numbers // mixed networks
 }
 
-// send posts one send and counts its outcome. body must stay unchanged until it returns.
-func (l *loader) send(t *tenant, body []byte, n int, tl *tally, since time.Time) {
+// send posts one send and counts its outcome, and says how long a refusal asks the client to
+// wait before its next (0: none). body must stay unchanged until it returns.
+func (l *loader) send(t *tenant, body []byte, n int, tl *tally, since time.Time) time.Duration {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -165,7 +166,7 @@ func (l *loader) send(t *tenant, body []byte, n int, tl *tally, since time.Time)
 		// Not accepted, whatever the server may have done: the client never heard.
 		tl.transport++
 		l.live.errors.Add(1)
-		return
+		return 0
 	case status >= 200 && status < 300:
 		tl.s2xx++
 		got := int64(n)
@@ -184,7 +185,7 @@ func (l *loader) send(t *tenant, body []byte, n int, tl *tally, since time.Time)
 		tl.at = append(tl.at, start.Sub(since))
 		t.accepted.Add(got)
 		l.live.accepted.Add(got)
-		return
+		return 0
 	}
 	tl.countCode(status, resp.Body())
 	switch {
@@ -199,6 +200,39 @@ func (l *loader) send(t *tenant, body []byte, n int, tl *tally, since time.Time)
 		tl.sOther++
 	}
 	l.live.errors.Add(1)
+	return retryAfter(status, resp.Header.Peek("Retry-After"))
+}
+
+// maxRetryAfter bounds the wait a refusal can impose on a client of the tool.
+const maxRetryAfter = 10 * time.Second
+
+// retryAfter is the wait a 429 or 503 asks for in its Retry-After (whole seconds), at most
+// maxRetryAfter; 0 for any other answer. A client that asks again at once, as the tool's did,
+// meets the same refusal hundreds of times a second and counts each.
+func retryAfter(status int, header []byte) time.Duration {
+	if status != 429 && status != 503 {
+		return 0
+	}
+	secs, err := strconv.Atoi(string(header))
+	if err != nil || secs <= 0 {
+		return 0
+	}
+	return min(time.Duration(secs)*time.Second, maxRetryAfter)
+}
+
+// wait sleeps for d unless ctx ends first; false when it did.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // countCode counts a refused send by its status and problem code, so a run says why it was
@@ -274,7 +308,10 @@ func (l *loader) run(ctx context.Context) loadResult {
 				n := size(rng)
 				buf = l.messages.body(buf, from, n)
 				from += n
-				l.send(l.tenants[(c+i*l.cfg.Concurrency)%len(l.tenants)], buf, n, tl, start)
+				// Refused, a client waits what the answer asks, as the API tells clients to.
+				if !wait(ctx, l.send(l.tenants[(c+i*l.cfg.Concurrency)%len(l.tenants)], buf, n, tl, start)) {
+					return
+				}
 			}
 		})
 	}
@@ -378,7 +415,9 @@ func (l *loader) runBacklog(ctx context.Context) loadResult {
 			var buf []byte
 			for s := range work {
 				buf = pools[s.network].body(buf, s.from, s.n)
-				l.send(s.tenant, buf, s.n, &tallies[c], start)
+				if !wait(ctx, l.send(s.tenant, buf, s.n, &tallies[c], start)) {
+					return
+				}
 			}
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -130,5 +132,40 @@ func TestCount(t *testing.T) {
 	}
 	if bar(0.5) != "[##########..........]" || bar(2) != "[####################]" || bar(-1) != "[....................]" {
 		t.Error("bar")
+	}
+}
+
+// Refused with a Retry-After, a client waits before it asks again, as the API asks: one
+// client against a node answering every send 503 with Retry-After: 1 asks about once a
+// second, not the hundreds of times a second it did, each counted as a refusal.
+func TestRefusedClientsWaitRetryAfter(t *testing.T) {
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"code":"overloaded"}`))
+	}))
+	defer srv.Close()
+	cfg := Config{URL: srv.URL, Concurrency: 1, Scenario: ScenarioSmall, Recipients: 1, Duration: time.Minute, RequestTimeout: 5 * time.Second}
+	l := &loader{cfg: cfg, api: newAPI(cfg), tenants: []*tenant{{id: "a", key: "k"}}, live: &live{}, messages: newNumbers(mixPrefixes(), 100)}
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	defer cancel()
+	res := l.run(ctx)
+	if res.s5xx < 1 || res.s5xx > 2 || res.codes["503 overloaded"] != res.s5xx || asked.Load() != res.s5xx {
+		t.Fatalf("%d sends refused (%v), %d asked in 1.5 s with Retry-After: 1; want 1 or 2", res.s5xx, res.codes, asked.Load())
+	}
+	for _, c := range []struct {
+		status int
+		header string
+		want   time.Duration
+	}{
+		{503, "1", time.Second}, {429, "3", 3 * time.Second}, {429, "3600", maxRetryAfter},
+		{503, "", 0}, {503, "soon", 0}, {503, "-1", 0}, {500, "1", 0}, {202, "1", 0},
+	} {
+		if got := retryAfter(c.status, []byte(c.header)); got != c.want {
+			t.Errorf("retryAfter(%d, %q) = %v; want %v", c.status, c.header, got, c.want)
+		}
 	}
 }
