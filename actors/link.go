@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -55,8 +56,8 @@ type linkState struct {
 	lookedUp []string
 	// Marking runs ahead of the window, so a mark's write overlaps the submits in flight
 	// instead of holding window slots: toMark waits for the next mark, marking (markingN
-	// submits) is being written, ready is marked and waits for a window slot. Together they
-	// hold at most markAhead × Window.
+	// submits) is being written, ready is marked and waits for a window slot and, on a link
+	// with a rate, its slot. Together they hold at most markLimit.
 	toMark   []*submitReq
 	marking  bool
 	markingN int
@@ -66,6 +67,7 @@ type linkState struct {
 	// unmarking: a delete is running; unmarkArmed: the timer for the next one is set.
 	unmarking, unmarkArmed bool
 	markRetry              time.Duration
+	markPausedUntil        time.Time // a mark failed: the next is not tried before this
 
 	dry      bool      // nothing to submit while jobs wait for outcomes; the receipts shards were asked
 	yield    yielding  // holding off while a bulk send is accepted
@@ -82,7 +84,13 @@ const (
 	// markAhead: how many windows' worth of submits may be taken and marked ahead of the
 	// window. A mark's write takes a few ms under load: one window ahead keeps the window full
 	// while it runs, and a crash leaves at most this many more submits to ask about.
-	markAhead         = 1
+	markAhead = 1
+	// markAheadFor: on a link with a rate, how much of its sending may be marked ahead. A
+	// marked submit waits for its rate slot, so this bounds how long after its mark it can
+	// reach the network (TUMA_TAKEOVER_SETTLE must exceed it), and marks slower than this
+	// leave the rate undershot while they run.
+	markAheadFor      = 500 * time.Millisecond
+	markAheadAtLeast  = 4
 	breakerProbeEvery = 100 * time.Millisecond
 	unmarkEvery       = 250 * time.Millisecond
 )
@@ -114,8 +122,6 @@ type (
 		// askAfter (unix ns): another node's submit of it may reach the network until then;
 		// found absent before, it waits (linkState.later) and is asked about again.
 		askAfter int64
-		// slotAt (unix ns): when it took its slot of the link's rate, before its mark
-		slotAt int64
 	}
 	wake     struct{}
 	queryCmd struct{ providerID string }
@@ -341,25 +347,35 @@ func (l *linkActor) pump(ctx actor.Context) {
 		return
 	}
 	l.submitReady(ctx, now)
-	for len(st.retry)+st.queue.len() > 0 && len(st.toMark)+st.markingN+len(st.ready) < markAhead*st.opts.Window {
+	if now.Before(st.markPausedUntil) {
+		l.wakeAt(ctx, st.markPausedUntil)
+		return
+	}
+	for limit := l.markLimit(); len(st.retry)+st.queue.len() > 0 && len(st.toMark)+st.markingN+len(st.ready) < limit; {
 		if st.breaker.State() == gobreaker.StateOpen {
 			l.wakeAt(ctx, now.Add(breakerProbeEvery))
 			break
 		}
-		if !l.paced(ctx, now) {
-			break
-		}
-		st.pacer.took(now)
 		var req *submitReq
 		if len(st.retry) > 0 {
 			req, st.retry = st.retry[0], st.retry[1:]
 		} else {
 			req = st.queue.pop()
 		}
-		req.slotAt = now.UnixNano()
 		st.toMark = append(st.toMark, req)
 	}
 	l.mark(ctx)
+}
+
+// markLimit is how many submits may be taken ahead of the window: a window's worth, or on a
+// link with a rate, markAheadFor of its sending (its slots are taken as they go, so a slow
+// mark never releases a burst over the rate).
+func (l *linkActor) markLimit() int {
+	limit := markAhead * l.st.opts.Window
+	if rate := l.st.pacer.rate(); rate > 0 {
+		limit = min(limit, max(markAheadAtLeast, int(math.Ceil(rate*markAheadFor.Seconds()))))
+	}
+	return limit
 }
 
 // askAgain puts the submits whose askAfter has come back in line (to be marked again), and

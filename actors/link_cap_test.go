@@ -60,7 +60,7 @@ func (c *submitClock) busiestSecond() (int, time.Time) {
 // took long to write (the first write of a link is cold) do not go out together on top of
 // the rate's next ones. They once did: a slot was taken when a submit was marked, and a
 // slow mark released several slots' submits at once (the cluster-tps drill's 107 in a
-// second for a cap of 100).
+// second for a cap of 100); nor does the time a link waited for a mark come out as a burst.
 func TestASlowMarkDoesNotBunchSubmitsOverTheCap(t *testing.T) {
 	const tps = 50
 	clock := &submitClock{}
@@ -81,8 +81,8 @@ func TestASlowMarkDoesNotBunchSubmitsOverTheCap(t *testing.T) {
 	if c.Delivered != total {
 		t.Fatalf("counts %+v; want all %d delivered", c, total)
 	}
-	// A slot is used up to 40 ms late (slotLateness: 4 % of the rate), and the clock here
-	// reads in the carrier's goroutines: 10 % over the cap at most. Bunched, it was 91.
+	// Slots are taken as submits go, and the clock here reads in the carrier's goroutines:
+	// 10 % over the cap at most. Bunched, it was 91.
 	most, from := clock.busiestSecond()
 	if most > tps*110/100 {
 		t.Fatalf("%d submits in the second from %s; want at most the cap, %d, and 10 %%", most, from.Format("15:04:05.000"), tps)

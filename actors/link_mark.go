@@ -63,7 +63,7 @@ func (l *linkActor) marked(ctx actor.Context, d *markDone) {
 		e.log.Error("mark submits; will retry", slog.String("network", st.label), slog.Any("error", d.err),
 			slog.Duration("retry_in", st.markRetry))
 		st.retry = append(d.batch, st.retry...)
-		st.pacer.pausedUntil = time.Now().Add(st.markRetry)
+		st.markPausedUntil = time.Now().Add(st.markRetry)
 		return
 	}
 	st.markRetry = 0
@@ -86,6 +86,9 @@ func (l *linkActor) marked(ctx actor.Context, d *markDone) {
 				}
 			}
 		}
+	}
+	if len(st.ready) == 0 {
+		st.pacer.resume(time.Now()) // nothing was waiting for a slot: no catching up on the wait
 	}
 	st.ready = append(st.ready, d.batch...)
 	if again > 0 {

@@ -57,6 +57,12 @@ func (p *pacer) took(now time.Time) {
 	}
 }
 
+// resume notes that submits are waiting again after none were: time nothing waited is not
+// made up (only late wake-ups are), so the submits of a slow mark do not go out at once.
+func (p *pacer) resume(now time.Time) {
+	p.next = later(p.next, now)
+}
+
 // ok notes an accepted submit: quiet time raises the pace again.
 func (p *pacer) ok(now time.Time) {
 	p.accepted.add(now)

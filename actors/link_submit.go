@@ -36,19 +36,14 @@ type (
 func (l *linkActor) submitReady(ctx actor.Context, now time.Time) {
 	st, e := l.st, l.e
 	refused := false
-	rated := st.shared != nil || st.pacer.rate() > 0
 	for len(st.ready) > 0 && st.inflight < st.opts.Window {
-		req := st.ready[0]
-		if rated && now.UnixNano()-req.slotAt > int64(slotLateness) {
-			// Its slot passed while its mark was written (a slow write, a link's first is
-			// cold): it takes a slot of now, so submits a mark held never go out together
-			// over the network's rate. The one it missed is lost: the rate is undershot.
-			if !l.paced(ctx, now) {
-				break
-			}
-			st.pacer.took(now)
-			req.slotAt = now.UnixNano()
+		// The rate's slot is taken here, as the submit goes, not at its mark: a mark's time
+		// varies, and slots taken at marks went out bunched after a slow one.
+		if !l.paced(ctx, now) {
+			break
 		}
+		st.pacer.took(now)
+		req := st.ready[0]
 		st.ready[0] = nil
 		st.ready = st.ready[1:]
 		done, err := st.breaker.Allow()

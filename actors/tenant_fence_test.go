@@ -19,8 +19,8 @@ import (
 
 // paced caps each network at tps, so a job is still sending when another node takes over.
 // A node taking an account over asks about another's marked submits only TakeoverSettle after
-// their marks: a marked submit may wait for a fresh rate slot about as long as its mark took
-// (link_submit.go), and asked at once (0) the network would not know it yet.
+// their marks: a marked submit waits for its rate slot (up to markAheadFor of the link's
+// sending is marked ahead, link.go), and asked at once (0) the network would not know it yet.
 func paced(node string, tps float64) actors.Options {
 	o := actors.Options{NodeID: node, Links: map[carriers.Network]actors.LinkOptions{},
 		TakeoverSettle: 3 * time.Second} // a slow mark under -race on a busy CI machine, many times over
