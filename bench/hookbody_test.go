@@ -30,12 +30,12 @@ func wantEvents(body []byte) ([]hookEvent, error) {
 	if !ok {
 		return nil, errors.New("not an object")
 	}
-	str := func(v any, into *string) error {
+	str := func(v any, into *[]byte) error {
 		switch v := v.(type) {
 		case nil:
-			*into = ""
+			*into = nil
 		case string:
-			*into = v
+			*into = []byte(v)
 		default:
 			return errors.New("not a string")
 		}
@@ -56,7 +56,7 @@ func wantEvents(body []byte) ([]hookEvent, error) {
 			return nil, errors.New("an event is not an object")
 		}
 		var ev hookEvent
-		for k, into := range map[string]*string{"id": &ev.ID, "type": &ev.Type, "created_at": &ev.CreatedAt} {
+		for k, into := range map[string]*[]byte{"id": &ev.ID, "type": &ev.Type, "created_at": &ev.CreatedAt} {
 			if v, has := obj[k]; has {
 				if err := str(v, into); err != nil {
 					return nil, err
@@ -185,4 +185,34 @@ func BenchmarkHookReceive(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/event")
+}
+
+// plainRun stops at the first quote, backslash or control character, wherever it falls in
+// the eight bytes it tests at once, and at no other byte.
+func TestPlainRun(t *testing.T) {
+	naive := func(b []byte) int {
+		for i, c := range b {
+			if c == '"' || c == '\\' || c < 0x20 {
+				return i
+			}
+		}
+		return len(b)
+	}
+	for n := 0; n <= 19; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				b := bytes.Repeat([]byte{'a'}, n)
+				for i := range b { // bytes around it of every kind that is not a stop
+					b[i] = []byte{'a', 0x20, 0x7f, 0x80, 0xff, '!', '#', '[', ']'}[(i*7+pos)%9]
+				}
+				b[pos] = byte(c)
+				if pos+1 < n {
+					b[pos+1] = 0 // a stop after it must not hide it
+				}
+				if got, want := plainRun(b), naive(b); got != want {
+					t.Fatalf("plainRun(%q) = %d, want %d", b, got, want)
+				}
+			}
+		}
+	}
 }

@@ -38,7 +38,7 @@ func TestHookSignatureVerifiesTheSpecificationsExample(t *testing.T) {
 
 // The receiver counts duplicates, a final event before message.sent, and bad signatures.
 func TestHookReceiverCounts(t *testing.T) {
-	rcv, err := startHookReceiver("127.0.0.1:0")
+	rcv, err := startHookReceiver("127.0.0.1:0", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestHookReceiverCounts(t *testing.T) {
 			t.Errorf("body %s: %d, want 400", bad, got)
 		}
 	}
-	c := rcv.stats
+	c := rcv.counts()
 	if c.Deliveries != 3 || c.Events != 4 || c.Unique != 3 || c.Duplicates != 1 || c.OutOfOrder != 1 || c.BadSignatures != 1 || c.BadBodies != 5 {
 		t.Fatalf("counts %+v", c)
 	}

@@ -31,6 +31,12 @@ type Webhooks struct {
 	LastAfterS float64    `json:"last_after_drain_s"` // the last event's arrival after the messages were final
 }
 
+// expectedEvents is about how many events a run at a fixed rate sends its receiver (0:
+// unknown, each client sending as fast as answered).
+func (c Config) expectedEvents() int {
+	return int(c.Rate*c.Duration.Seconds()) * c.Recipients * len(hookEvents)
+}
+
 // subscribe creates one endpoint per account, all at the receiver.
 func subscribe(ctx context.Context, a *api, cfg Config, rcv *hookReceiver, tenants []*tenant) error {
 	for i, t := range tenants {
@@ -80,9 +86,9 @@ wait:
 		case <-tick.C:
 		}
 	}
+	w.Counts = rcv.counts()
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
-	w.Counts = rcv.stats
 	w.Latency = summarise(slices.Clone(rcv.lat))
 	if span := rcv.last.Sub(rcv.first).Seconds(); span > 0 {
 		w.EventsPerS = float64(rcv.stats.Unique) / span

@@ -48,7 +48,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 
 	var rcv *hookReceiver
 	if cfg.WebhookListen != "" {
-		if rcv, err = startHookReceiver(cfg.WebhookListen); err != nil {
+		if rcv, err = startHookReceiver(cfg.WebhookListen, cfg.expectedEvents()); err != nil {
 			return err
 		}
 		defer func() {

@@ -140,6 +140,10 @@ func NewClient(p Policy, perHost int) *http.Client {
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,
+			// A batch of 100 message events is about 55 kB: with the headers it goes out of
+			// this buffer in one write. With the default 4 kB, the headers and the body's start
+			// went in one, and the rest through a 32 kB buffer allocated for each request.
+			WriteBufferSize: 64 << 10,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
