@@ -16,6 +16,7 @@ package persistence
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,9 @@ type hookCache struct {
 	byID  map[uuid.UUID]int32
 	next  int
 	refs  map[uuid.UUID]*string // jobs' references (fixed at acceptance), a few thousand at most
+	// texts holds the sender IDs and receipt statuses rendered: few and repeated, each made a
+	// string once rather than at every event.
+	texts map[shortText]string
 	// spare holds flushes' lists of messages to remember, reused: a flush's list grew
 	// through appends to a few hundred kilobytes, a seventh of the node's allocation under
 	// webhook load (bench/RESULTS.md).
@@ -39,13 +43,13 @@ type hookCache struct {
 }
 
 // cachedMessage is a message as a committed flush left it, in a slot of fixed size with one
-// pointer (the provider id): a ring of 131,072 holds about 30 MB the collector barely scans.
+// pointer (the provider id, nil for none, shared by the events that show it): a ring of
+// 131,072 holds about 30 MB the collector barely scans.
 type cachedMessage struct {
 	account, id, job, campaign uuid.UUID // campaign: uuid.Nil for none
-	pid                        string
+	pid                        *string
 	recipient, sender          shortText
 	ps                         shortText
-	hasPid                     bool
 	status                     MessageStatus
 	network                    carriers.Network
 	parts                      int16
@@ -82,7 +86,8 @@ func (r *eventRow) slot(account, id, job uuid.UUID, net, parts int16, cost int64
 		c.campaign = r.campaign.Bytes
 	}
 	if r.pid.Valid {
-		c.pid, c.hasPid = r.pid.String, true
+		pid := r.pid.String
+		c.pid = &pid
 	}
 	if r.sentAt.Valid {
 		c.sentAt = r.sentAt.Time.UnixNano()
@@ -92,37 +97,45 @@ func (r *eventRow) slot(account, id, job uuid.UUID, net, parts int16, cost int64
 	}
 	// Sent with no provider id (an unknown outcome): the id may come late, written by another
 	// shard's flush that could commit before this memory is kept. Read it when delivered.
-	late := st == MessageSent && !c.hasPid
+	late := st == MessageSent && c.pid == nil
 	return c, ok[0] && ok[1] && ok[2] && !late
 }
 
-// data is the slot as the message it holds.
-func (c *cachedMessage) data() MessageEventData {
-	m := MessageEventData{ID: c.id, JobID: c.job, Recipient: c.recipient.String(), Network: c.network, Sender: c.sender.String(),
-		Status: c.status, ProviderStatus: c.ps.String(), Parts: int(c.parts), CostCents: c.cost}
-	if c.campaign != uuid.Nil {
-		id := c.campaign
-		m.CampaignID = &id
-	}
-	if c.hasPid {
-		pid := c.pid
-		m.ProviderMessageID = &pid
-	}
-	at := func(ns int64) *time.Time {
+// data is the slot as the message it holds. c.mu is held (for the texts).
+func (c *hookCache) data(m *cachedMessage) MessageEventData {
+	d := MessageEventData{ID: m.id, JobID: m.job, CampaignID: m.campaign, Recipient: m.recipient.String(), Network: m.network,
+		Sender: c.text(m.sender), Status: m.status, ProviderStatus: c.text(m.ps), ProviderMessageID: m.pid,
+		Parts: int(m.parts), CostCents: m.cost}
+	at := func(ns int64) time.Time {
 		if ns == 0 {
-			return nil
+			return time.Time{}
 		}
-		t := time.Unix(0, ns).UTC()
-		return &t
+		return time.Unix(0, ns).UTC()
 	}
-	m.SentAt = at(c.sentAt)
-	switch c.status {
+	d.SentAt = at(m.sentAt)
+	switch m.status {
 	case MessageDelivered:
-		m.DeliveredAt = at(c.doneAt)
+		d.DeliveredAt = at(m.doneAt)
 	case MessageFailed:
-		m.FailedAt = at(c.doneAt)
+		d.FailedAt = at(m.doneAt)
 	}
-	return m
+	return d
+}
+
+// maxCachedTexts bounds the texts kept as strings; past it they start again.
+const maxCachedTexts = 1024
+
+// text is t as a string, made once while it stays among the texts. c.mu is held.
+func (c *hookCache) text(t shortText) string {
+	if s, ok := c.texts[t]; ok {
+		return s
+	}
+	if len(c.texts) >= maxCachedTexts {
+		clear(c.texts)
+	}
+	s := t.String()
+	c.texts[t] = s
+	return s
 }
 
 // maxCachedRefs bounds the jobs whose reference is remembered; past it they start again.
@@ -133,7 +146,7 @@ func newHookCache(n int) *hookCache {
 		return nil
 	}
 	return &hookCache{slots: make([]cachedMessage, 0, n), byID: make(map[uuid.UUID]int32, n),
-		refs: map[uuid.UUID]*string{}}
+		refs: map[uuid.UUID]*string{}, texts: map[shortText]string{}}
 }
 
 // list is an empty list for a flush to gather its messages in, to be handed to put.
@@ -188,38 +201,52 @@ func (c *hookCache) drop(ids []uuid.UUID) {
 	}
 }
 
-// get is the account's message of e when the memory is as far along as e.
-func (c *hookCache) get(account uuid.UUID, e WebhookEvent) (MessageEventData, bool) {
-	if c == nil {
-		return MessageEventData{}, false
+// take puts in out the account's messages of the message events when the memory is as far
+// along as the event (message.sent: any state; a final event: that final state), the first
+// event of a message deciding, and returns the message ids of the others, once each: a later
+// event of a message the memory has an earlier state of is read, as are the rest of its
+// events. Each message taken gets its job's reference when the memory has it; jobs lists,
+// once each, those it has not. One lock for a delivery's events.
+func (c *hookCache) take(account uuid.UUID, events []WebhookEvent, out map[uuid.UUID]MessageEventData) (read, jobs []uuid.UUID) {
+	unread := map[uuid.UUID]bool{}
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
 	}
-	c.mu.Lock()
-	i, ok := c.byID[e.MessageID]
-	var slot cachedMessage
-	if ok {
-		slot = c.slots[i] // a copy: made into a message outside the lock
+	for _, e := range events {
+		if !e.Type.IsMessage() || unread[e.MessageID] {
+			continue
+		}
+		if c != nil {
+			if i, ok := c.byID[e.MessageID]; ok && c.slots[i].account == account && c.slots[i].covers(e.Type) {
+				if _, seen := out[e.MessageID]; !seen {
+					m := c.data(&c.slots[i])
+					ref, ok := c.refs[m.JobID]
+					if !ok && !slices.Contains(jobs, m.JobID) {
+						jobs = append(jobs, m.JobID)
+					}
+					m.Reference = ref
+					out[e.MessageID] = m
+				}
+				continue
+			}
+		}
+		unread[e.MessageID] = true
+		delete(out, e.MessageID)
+		read = append(read, e.MessageID)
 	}
-	c.mu.Unlock()
-	if !ok || slot.account != account {
-		return MessageEventData{}, false
-	}
-	switch st := slot.status; {
-	case e.Type == EventMessageSent,
-		e.Type == EventMessageDelivered && st == MessageDelivered,
-		e.Type == EventMessageFailed && st == MessageFailed:
-		return slot.data(), true
-	}
-	return MessageEventData{}, false
+	return read, jobs
 }
 
-func (c *hookCache) ref(job uuid.UUID) (*string, bool) {
-	if c == nil {
-		return nil, false
+// covers says the slot is as far along as an event of the type.
+func (m *cachedMessage) covers(t EventType) bool {
+	switch {
+	case t == EventMessageSent,
+		t == EventMessageDelivered && m.status == MessageDelivered,
+		t == EventMessageFailed && m.status == MessageFailed:
+		return true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.refs[job]
-	return r, ok
+	return false
 }
 
 func (c *hookCache) putRef(job uuid.UUID, ref *string) {
@@ -239,40 +266,14 @@ func (c *hookCache) putRef(job uuid.UUID, ref *string) {
 // read (WebhookMessages).
 func (s *Store) WebhookEventMessages(ctx context.Context, accountID uuid.UUID, events []WebhookEvent) (map[uuid.UUID]MessageEventData, error) {
 	out := make(map[uuid.UUID]MessageEventData, len(events))
-	var read []uuid.UUID
-	unread := map[uuid.UUID]bool{}
-	for _, e := range events {
-		if !e.Type.IsMessage() || unread[e.MessageID] {
-			continue
-		}
-		if m, ok := s.hookCache.get(accountID, e); ok {
-			if _, seen := out[e.MessageID]; !seen {
-				out[e.MessageID] = m
-			}
-			continue
-		}
-		unread[e.MessageID] = true // a later event of a message the memory has an earlier state of
-		read = append(read, e.MessageID)
-	}
-	var jobs []uuid.UUID // of remembered messages, whose reference is not
-	for id, m := range out {
-		if unread[id] {
-			continue
-		}
-		if ref, ok := s.hookCache.ref(m.JobID); ok {
-			m.Reference = ref
-			out[id] = m
-		} else {
-			jobs = append(jobs, m.JobID)
-		}
-	}
+	read, jobs := s.hookCache.take(accountID, events, out)
 	if len(jobs) > 0 {
 		refs, err := s.readRefs(ctx, accountID, jobs)
 		if err != nil {
 			return nil, err
 		}
 		for id, m := range out {
-			if r, ok := refs[m.JobID]; ok && !unread[id] {
+			if r, ok := refs[m.JobID]; ok {
 				m.Reference = r
 				out[id] = m
 			}

@@ -151,8 +151,12 @@ func show(m persistence.MessageEventData) string {
 			if v != nil {
 				return v.String()
 			}
-		case *time.Time:
-			if v != nil {
+		case uuid.UUID:
+			if v != uuid.Nil {
+				return v.String()
+			}
+		case time.Time:
+			if !v.IsZero() {
 				return v.UTC().Format(time.RFC3339Nano)
 			}
 		}

@@ -8,26 +8,27 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tuma-sms/tuma/carriers"
 )
 
-// MessageEventData is a message as its events show it.
+// MessageEventData is a message as its events show it. Absent ids and times are zero values
+// rather than pointers: made from the node's memory for each event a delivery renders, it
+// allocates little.
 type MessageEventData struct {
-	ID, JobID         uuid.UUID
-	CampaignID        *uuid.UUID
-	Reference         *string
-	Recipient         string
-	Network           carriers.Network
-	Sender            string
-	Status            MessageStatus
-	ProviderStatus    string
-	ProviderMessageID *string
-	Parts             int
-	CostCents         int64
-	SentAt            *time.Time
-	DeliveredAt       *time.Time
-	FailedAt          *time.Time
+	ID, JobID                     uuid.UUID
+	CampaignID                    uuid.UUID // uuid.Nil: none
+	Reference                     *string
+	Recipient                     string
+	Network                       carriers.Network
+	Sender                        string
+	Status                        MessageStatus
+	ProviderStatus                string
+	ProviderMessageID             *string
+	Parts                         int
+	CostCents                     int64
+	SentAt, DeliveredAt, FailedAt time.Time // zero: none
 }
 
 // WebhookMessages reads the account's messages that events of a delivery describe, by id.
@@ -46,11 +47,17 @@ func (s *Store) WebhookMessages(ctx context.Context, accountID uuid.UUID, ids []
 	for rows.Next() {
 		var m MessageEventData
 		var net, parts int16
-		if err := rows.Scan(&m.ID, &m.JobID, &m.CampaignID, &m.Reference, &m.Recipient, &net, &m.Sender, &m.Status,
-			&m.ProviderStatus, &m.ProviderMessageID, &parts, &m.CostCents, &m.SentAt, &m.DeliveredAt, &m.FailedAt); err != nil {
+		var campaign pgtype.UUID
+		var sent, delivered, failed pgtype.Timestamptz
+		if err := rows.Scan(&m.ID, &m.JobID, &campaign, &m.Reference, &m.Recipient, &net, &m.Sender, &m.Status,
+			&m.ProviderStatus, &m.ProviderMessageID, &parts, &m.CostCents, &sent, &delivered, &failed); err != nil {
 			return nil, fmt.Errorf("webhook messages: %w", err)
 		}
 		m.Network, m.Parts = carriers.Network(net), int(parts)
+		if campaign.Valid {
+			m.CampaignID = campaign.Bytes
+		}
+		m.SentAt, m.DeliveredAt, m.FailedAt = sent.Time, delivered.Time, failed.Time // zero when null
 		out[m.ID] = m
 	}
 	return out, rows.Err()

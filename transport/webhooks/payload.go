@@ -20,7 +20,7 @@ import (
 type messageData struct {
 	MessageID         uuid.UUID
 	JobID             uuid.UUID // uuid.Nil: null
-	CampaignID        *uuid.UUID
+	CampaignID        uuid.UUID // uuid.Nil: null
 	Reference         *string
 	Recipient         string // omitted when empty, as Network, SenderID and Parts
 	Network           string
@@ -47,13 +47,6 @@ func appendOptStamp(b []byte, t time.Time) []byte {
 		return append(b, "null"...)
 	}
 	return appendStamp(b, t)
-}
-
-func orZero(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }
 
 // Body renders a delivery's events; msgs has the messages its message events describe. A
@@ -101,7 +94,11 @@ func appendMessage(b []byte, m messageData) []byte {
 		b = appendUUID(b, m.JobID)
 	}
 	b = append(b, `,"campaign_id":`...)
-	b = appendOptUUID(b, m.CampaignID)
+	if m.CampaignID == uuid.Nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendUUID(b, m.CampaignID)
+	}
 	b = append(b, `,"reference":`...)
 	b = appendOptString(b, m.Reference)
 	for _, f := range [...]struct{ k, v string }{{"recipient", m.Recipient}, {"network", m.Network}, {"sender_id", m.SenderID}} {
@@ -139,13 +136,6 @@ func appendKES(b []byte, cents int64) []byte {
 	b = strconv.AppendInt(b, cents/100, 10)
 	c := cents % 100
 	return append(b, '.', byte('0'+c/10), byte('0'+c%10))
-}
-
-func appendOptUUID(b []byte, id *uuid.UUID) []byte {
-	if id == nil {
-		return append(b, "null"...)
-	}
-	return appendUUID(b, *id)
 }
 
 // appendUUID writes an id as a JSON string, as uuid.UUID.String spells it.
@@ -239,7 +229,7 @@ func messageEvent(e persistence.WebhookEvent, m persistence.MessageEventData) me
 	out.JobID, out.CampaignID, out.Reference = m.JobID, m.CampaignID, m.Reference
 	out.Recipient, out.Network, out.SenderID = m.Recipient, m.Network.String(), m.Sender
 	out.ProviderMessageID, out.Parts, out.CostCents = m.ProviderMessageID, m.Parts, m.CostCents
-	out.SentAt, out.ProviderStatus = orZero(m.SentAt), m.ProviderStatus
+	out.SentAt, out.ProviderStatus = m.SentAt, m.ProviderStatus
 	switch e.Type {
 	case persistence.EventMessageSent:
 		if m.Status != persistence.MessageSent { // final since: show the status the event reported
@@ -249,7 +239,7 @@ func messageEvent(e persistence.WebhookEvent, m persistence.MessageEventData) me
 			}
 		}
 	case persistence.EventMessageDelivered:
-		out.Status, out.DeliveredAt = string(persistence.MessageDelivered), orZero(m.DeliveredAt)
+		out.Status, out.DeliveredAt = string(persistence.MessageDelivered), m.DeliveredAt
 	case persistence.EventMessageFailed:
 		out.Status = string(persistence.MessageFailed)
 	}

@@ -40,9 +40,9 @@ func TestBodyRendersEveryField(t *testing.T) {
 		{Seq: 2 << 16, Type: persistence.EventTest, CreatedAt: created, Data: json.RawMessage(`{"a": 1}`)},
 		{Seq: 3 << 16, Type: persistence.EventMessageFailed, CreatedAt: created, MessageID: uuid.New()},
 	}}
-	msgs := map[uuid.UUID]persistence.MessageEventData{msg: {ID: msg, JobID: job, CampaignID: &camp, Reference: &ref,
+	msgs := map[uuid.UUID]persistence.MessageEventData{msg: {ID: msg, JobID: job, CampaignID: camp, Reference: &ref,
 		Recipient: "+254712345678", Network: carriers.Safaricom, Sender: "TUMA", Status: persistence.MessageDelivered,
-		ProviderStatus: "DELIVRD", ProviderMessageID: &pid, Parts: 2, CostCents: 105, SentAt: &sent, DeliveredAt: &sent}}
+		ProviderStatus: "DELIVRD", ProviderMessageID: &pid, Parts: 2, CostCents: 105, SentAt: sent, DeliveredAt: sent}}
 	b, err := Body(d, msgs)
 	if err != nil {
 		t.Fatal(err)
