@@ -64,8 +64,9 @@ type hookCounts struct {
 }
 
 // startHookReceiver listens on addr (host:port) and serves until stop. expect is about how
-// many events the run will send (0: unknown): the receiver's tables are made that large at
-// once rather than grown, rehashing millions of entries, while the server is measured.
+// many events the run will send (0: unknown): the log of arrivals is made that large at once
+// rather than grown (copying millions of entries while the server is measured), and the
+// tables that book them after the load too.
 func startHookReceiver(addr string, expect int) (*hookReceiver, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
