@@ -155,8 +155,7 @@ func queueSuccesses(b *pgx.Batch, as []WebhookAttempt, recorded map[uuid.UUID]bo
 				AS o(id, lease, code, ms, at)),
 		d AS (
 			UPDATE webhook_deliveries w SET attempts = w.attempts + 1, last_status_code = o.code, last_error = NULL,
-				lease_until = NULL, status = 'succeeded', next_attempt_at = NULL, succeeded_at = o.at, finished_at = o.at,
-				holds = NULL
+				lease_until = NULL, status = 'succeeded', next_attempt_at = NULL, succeeded_at = o.at, finished_at = o.at
 			FROM o WHERE w.id = o.id AND w.status = 'pending' AND w.lease_until = o.lease
 			RETURNING w.id, w.endpoint_id, w.attempts, o.code, o.ms, o.at),
 		logged AS (
@@ -194,8 +193,7 @@ func queueFailure(b *pgx.Batch, a WebhookAttempt, failingSince **time.Time) {
 				lease_until = NULL,
 				status = CASE WHEN $4::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
 				next_attempt_at = CASE WHEN $6 THEN NULL ELSE $4 END, -- $6: its endpoint is being disabled
-				finished_at = CASE WHEN $4::timestamptz IS NULL THEN $5::timestamptz END,
-				holds = CASE WHEN $4::timestamptz IS NULL THEN NULL ELSE holds END
+				finished_at = CASE WHEN $4::timestamptz IS NULL THEN $5::timestamptz END
 			WHERE id = $1 AND status = 'pending' AND lease_until = $7 RETURNING attempts),
 		logged AS (
 			INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms, next_attempt_at)

@@ -30,12 +30,14 @@ import (
 type hookCache struct {
 	mu    sync.Mutex
 	slots []cachedMessage
-	byID  map[uuid.UUID]int32
+	index slotIndex
 	next  int
 	refs  map[uuid.UUID]*string // jobs' references (fixed at acceptance), a few thousand at most
 	// texts holds the sender IDs and receipt statuses rendered: few and repeated, each made a
 	// string once rather than at every event.
-	texts map[shortText]string
+	texts  map[shortText]string
+	recent [4]recentText // the texts last looked up (the zero one is "")
+	turn   int
 	// spare holds flushes' lists of messages to remember, reused: a flush's list grew
 	// through appends to a few hundred kilobytes, a seventh of the node's allocation under
 	// webhook load (bench/RESULTS.md).
@@ -101,9 +103,9 @@ func (r *eventRow) slot(account, id, job uuid.UUID, net, parts int16, cost int64
 	return c, ok[0] && ok[1] && ok[2] && !late
 }
 
-// data is the slot as the message it holds. c.mu is held (for the texts).
-func (c *hookCache) data(m *cachedMessage) MessageEventData {
-	d := MessageEventData{ID: m.id, JobID: m.job, CampaignID: m.campaign, Recipient: m.recipient.String(), Network: m.network,
+// data writes the slot as the message it holds into d. c.mu is held (for the texts).
+func (c *hookCache) data(m *cachedMessage, d *MessageEventData) {
+	*d = MessageEventData{ID: m.id, JobID: m.job, CampaignID: m.campaign, Recipient: m.recipient.String(), Network: m.network,
 		Sender: c.text(m.sender), Status: m.status, ProviderStatus: c.text(m.ps), ProviderMessageID: m.pid,
 		Parts: int(m.parts), CostCents: m.cost}
 	at := func(ns int64) time.Time {
@@ -119,7 +121,6 @@ func (c *hookCache) data(m *cachedMessage) MessageEventData {
 	case MessageFailed:
 		d.FailedAt = at(m.doneAt)
 	}
-	return d
 }
 
 // maxCachedTexts bounds the texts kept as strings; past it they start again.
@@ -127,15 +128,28 @@ const maxCachedTexts = 1024
 
 // text is t as a string, made once while it stays among the texts. c.mu is held.
 func (c *hookCache) text(t shortText) string {
-	if s, ok := c.texts[t]; ok {
-		return s
+	for _, r := range c.recent { // a delivery's events mostly repeat a sender and a status
+		if r.t == t {
+			return r.s
+		}
 	}
-	if len(c.texts) >= maxCachedTexts {
-		clear(c.texts)
+	s, ok := c.texts[t]
+	if !ok {
+		if len(c.texts) >= maxCachedTexts {
+			clear(c.texts)
+		}
+		s = t.String()
+		c.texts[t] = s
 	}
-	s := t.String()
-	c.texts[t] = s
+	c.recent[c.turn] = recentText{t, s}
+	c.turn = (c.turn + 1) % len(c.recent)
 	return s
+}
+
+// recentText is a text lately made a string.
+type recentText struct {
+	t shortText
+	s string
 }
 
 // maxCachedRefs bounds the jobs whose reference is remembered; past it they start again.
@@ -145,7 +159,7 @@ func newHookCache(n int) *hookCache {
 	if n <= 0 {
 		return nil
 	}
-	return &hookCache{slots: make([]cachedMessage, 0, n), byID: make(map[uuid.UUID]int32, n),
+	return &hookCache{slots: make([]cachedMessage, 0, n), index: newSlotIndex(n),
 		refs: map[uuid.UUID]*string{}, texts: map[shortText]string{}}
 }
 
@@ -170,18 +184,18 @@ func (c *hookCache) put(ms []cachedMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range ms {
-		if i, ok := c.byID[m.id]; ok {
+		if i := c.index.find(m.id, c.slots); i >= 0 {
 			c.slots[i] = m
 			continue
 		}
 		if len(c.slots) < cap(c.slots) {
-			c.byID[m.id] = int32(len(c.slots))
+			c.index.add(m.id, int32(len(c.slots)))
 			c.slots = append(c.slots, m)
 			continue
 		}
-		delete(c.byID, c.slots[c.next].id)
+		c.index.remove(c.slots[c.next].id, int32(c.next))
 		c.slots[c.next] = m
-		c.byID[m.id] = int32(c.next)
+		c.index.add(m.id, int32(c.next))
 		c.next = (c.next + 1) % len(c.slots)
 	}
 }
@@ -194,46 +208,60 @@ func (c *hookCache) drop(ids []uuid.UUID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range ids {
-		if i, ok := c.byID[id]; ok {
+		if i := c.index.find(id, c.slots); i >= 0 {
+			c.index.remove(id, i)
 			c.slots[i].id = uuid.Nil // the slot stays in the ring, matching nothing
-			delete(c.byID, id)
 		}
 	}
 }
 
-// take puts in out the account's messages of the message events when the memory is as far
-// along as the event (message.sent: any state; a final event: that final state), the first
-// event of a message deciding, and returns the message ids of the others, once each: a later
-// event of a message the memory has an earlier state of is read, as are the rest of its
-// events. Each message taken gets its job's reference when the memory has it; jobs lists,
-// once each, those it has not. One lock for a delivery's events.
-func (c *hookCache) take(account uuid.UUID, events []WebhookEvent, out map[uuid.UUID]MessageEventData) (read, jobs []uuid.UUID) {
-	unread := map[uuid.UUID]bool{}
+// take fills out (one entry per event) with the account's messages of the message events
+// when the memory is as far along as the event (message.sent: any state; a final event: that
+// final state), the first event of a message deciding, and returns the message ids of the
+// others, once each: a later event of a message the memory has an earlier state of is read,
+// as are the rest of its events (their entries are left zero). Each message taken gets its
+// job's reference when the memory has it; jobs lists, once each, those it has not. One lock
+// for a delivery's events.
+func (c *hookCache) take(account uuid.UUID, events []WebhookEvent, out []MessageEventData) (read, jobs []uuid.UUID) {
+	var unread map[uuid.UUID]bool // rare: a memory behind its events
 	if c != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 	}
-	for _, e := range events {
+	var last struct { // a delivery's messages are mostly of one job
+		job uuid.UUID
+		ref *string
+		ok  bool
+	}
+	for i, e := range events {
 		if !e.Type.IsMessage() || unread[e.MessageID] {
 			continue
 		}
 		if c != nil {
-			if i, ok := c.byID[e.MessageID]; ok && c.slots[i].account == account && c.slots[i].covers(e.Type) {
-				if _, seen := out[e.MessageID]; !seen {
-					m := c.data(&c.slots[i])
-					ref, ok := c.refs[m.JobID]
-					if !ok && !slices.Contains(jobs, m.JobID) {
+			if s := c.index.find(e.MessageID, c.slots); s >= 0 && c.slots[s].account == account && c.slots[s].covers(e.Type) {
+				m := &out[i]
+				c.data(&c.slots[s], m)
+				if m.JobID != last.job || !last.ok {
+					last.job = m.JobID
+					last.ref, last.ok = c.refs[m.JobID]
+					if !last.ok && !slices.Contains(jobs, m.JobID) {
 						jobs = append(jobs, m.JobID)
 					}
-					m.Reference = ref
-					out[e.MessageID] = m
 				}
+				m.Reference = last.ref
 				continue
 			}
 		}
+		if unread == nil {
+			unread = map[uuid.UUID]bool{}
+		}
 		unread[e.MessageID] = true
-		delete(out, e.MessageID)
 		read = append(read, e.MessageID)
+	}
+	for i, e := range events {
+		if unread[e.MessageID] && e.Type.IsMessage() {
+			out[i] = MessageEventData{}
+		}
 	}
 	return read, jobs
 }
@@ -262,20 +290,20 @@ func (c *hookCache) putRef(job uuid.UUID, ref *string) {
 }
 
 // WebhookEventMessages is the account's messages that the message events of a delivery
-// describe, by id: from this node's memory where it is as far along as the events, the rest
-// read (WebhookMessages).
-func (s *Store) WebhookEventMessages(ctx context.Context, accountID uuid.UUID, events []WebhookEvent) (map[uuid.UUID]MessageEventData, error) {
-	out := make(map[uuid.UUID]MessageEventData, len(events))
+// describe, one entry per event (zero for an event that is not a message's, or whose message
+// is gone): from this node's memory where it is as far along as the events, the rest read
+// (WebhookMessages).
+func (s *Store) WebhookEventMessages(ctx context.Context, accountID uuid.UUID, events []WebhookEvent) ([]MessageEventData, error) {
+	out := make([]MessageEventData, len(events))
 	read, jobs := s.hookCache.take(accountID, events, out)
 	if len(jobs) > 0 {
 		refs, err := s.readRefs(ctx, accountID, jobs)
 		if err != nil {
 			return nil, err
 		}
-		for id, m := range out {
-			if r, ok := refs[m.JobID]; ok {
-				m.Reference = r
-				out[id] = m
+		for i := range out {
+			if r, ok := refs[out[i].JobID]; ok && out[i].ID != uuid.Nil {
+				out[i].Reference = r
 			}
 		}
 	}
@@ -286,11 +314,9 @@ func (s *Store) WebhookEventMessages(ctx context.Context, accountID uuid.UUID, e
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range read {
-		if m, ok := msgs[id]; ok {
-			out[id] = m
-		} else {
-			delete(out, id) // gone (deleted with its account): the id is all there is
+	for i, e := range events {
+		if e.Type.IsMessage() && out[i].ID == uuid.Nil {
+			out[i] = msgs[e.MessageID] // zero when gone (deleted with its account): the id is all there is
 		}
 	}
 	return out, nil

@@ -292,9 +292,9 @@ func queueFormRead(b *pgx.Batch, cand formCandidate, room int, c WebhookClaim) *
 		return err
 	})
 	b.Queue(`SELECT count(*), coalesce(bool_or(attempts > 0), false),
-			coalesce((SELECT array_agg(h) FROM webhook_deliveries x, unnest(x.holds) h
-				WHERE x.endpoint_id = $1 AND x.status = 'pending'), '{}')
-		FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, cand.endpoint).QueryRow(func(row pgx.Row) error {
+			coalesce((SELECT array_agg(u.m) FROM webhook_deliveries x, unnest(x.message_ids, x.event_types) u(m, t)
+				WHERE x.endpoint_id = $1 AND x.status = 'pending' AND u.t = $2), '{}')
+		FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, cand.endpoint, EventMessageSent.code()).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&r.pending, &r.failing, &r.held)
 	})
 	// The oldest rows up to those holding need events: a row holds a status flush's events
@@ -464,7 +464,6 @@ func queueDelivery(b *pgx.Batch, d WebhookDelivery) {
 	n := len(d.Events)
 	seqs, types, times, msgs := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]uuid.UUID, n)
 	data := []string{} // none when every event is a message's (as a status flush's are): no jsonb to parse
-	var holds []uuid.UUID
 	for i, e := range d.Events {
 		seqs[i], types[i], times[i], msgs[i] = e.Seq, e.Type.code(), e.CreatedAt, e.MessageID
 		if e.Data != nil && len(data) == 0 {
@@ -476,12 +475,9 @@ func queueDelivery(b *pgx.Batch, d WebhookDelivery) {
 		if e.Data != nil {
 			data[i] = string(e.Data)
 		}
-		if e.Type == EventMessageSent {
-			holds = append(holds, e.MessageID)
-		}
 	}
 	b.Queue(`INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event_seqs, event_types, event_times, message_ids,
-			event_data, holds, next_attempt_at, lease_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[]::jsonb[], $9, now(), $10)`,
-		d.ID, d.EndpointID, d.AccountID, seqs, types, times, msgs, data, holds, d.LeaseUntil)
+			event_data, next_attempt_at, lease_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[]::jsonb[], now(), $9)`,
+		d.ID, d.EndpointID, d.AccountID, seqs, types, times, msgs, data, d.LeaseUntil)
 }

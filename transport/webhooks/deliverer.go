@@ -26,7 +26,7 @@ import (
 // Store is what the Deliverer needs of persistence.
 type Store interface {
 	ClaimWebhookDeliveries(ctx context.Context, c persistence.WebhookClaim) ([]persistence.WebhookDelivery, error)
-	WebhookEventMessages(ctx context.Context, accountID uuid.UUID, events []persistence.WebhookEvent) (map[uuid.UUID]persistence.MessageEventData, error)
+	WebhookEventMessages(ctx context.Context, accountID uuid.UUID, events []persistence.WebhookEvent) ([]persistence.MessageEventData, error)
 	WebhookFailed(ctx context.Context, a persistence.WebhookAttempt, failingLimit time.Duration) (*persistence.DisabledWebhook, error)
 	WebhookSucceeded(ctx context.Context, as []persistence.WebhookAttempt, forms []persistence.WebhookForm, c persistence.WebhookClaim) (persistence.WebhookSuccesses, error)
 	PruneWebhooks(ctx context.Context, before time.Time, limit int) (int64, error)

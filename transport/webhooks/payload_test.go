@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -40,9 +41,10 @@ func TestBodyRendersEveryField(t *testing.T) {
 		{Seq: 2 << 16, Type: persistence.EventTest, CreatedAt: created, Data: json.RawMessage(`{"a": 1}`)},
 		{Seq: 3 << 16, Type: persistence.EventMessageFailed, CreatedAt: created, MessageID: uuid.New()},
 	}}
-	msgs := map[uuid.UUID]persistence.MessageEventData{msg: {ID: msg, JobID: job, CampaignID: camp, Reference: &ref,
+	m := persistence.MessageEventData{ID: msg, JobID: job, CampaignID: camp, Reference: &ref,
 		Recipient: "+254712345678", Network: carriers.Safaricom, Sender: "TUMA", Status: persistence.MessageDelivered,
-		ProviderStatus: "DELIVRD", ProviderMessageID: &pid, Parts: 2, CostCents: 105, SentAt: sent, DeliveredAt: sent}}
+		ProviderStatus: "DELIVRD", ProviderMessageID: &pid, Parts: 2, CostCents: 105, SentAt: sent, DeliveredAt: sent}
+	msgs := []persistence.MessageEventData{m, m, {}, {}} // the last one's message is gone
 	b, err := Body(d, msgs)
 	if err != nil {
 		t.Fatal(err)
@@ -94,5 +96,34 @@ func TestBodyRendersEveryField(t *testing.T) {
 	if _, err := Body(persistence.WebhookDelivery{Events: []persistence.WebhookEvent{
 		{Seq: 4 << 16, Type: persistence.EventTest, Data: json.RawMessage(`{"a":`)}}}, nil); err == nil {
 		t.Error("data that is not JSON was sent")
+	}
+}
+
+// Times are spelt as time.RFC3339Nano spells them in UTC, whatever their zone and fraction.
+func TestAppendStampIsRFC3339Nano(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	zones := []*time.Location{time.UTC, time.FixedZone("EAT", 3*3600), time.FixedZone("X", -7*3600-1800)}
+	for i := 0; i < 200_000; i++ {
+		var at time.Time
+		switch i % 4 {
+		case 0:
+			at = time.Unix(rng.Int64N(253402300799), 0) // whole seconds up to 9999
+		case 1:
+			at = time.Unix(rng.Int64N(4102444800), rng.Int64N(1e9))
+		case 2:
+			at = time.Unix(rng.Int64N(4102444800), rng.Int64N(1e6)*1000) // microseconds, as PostgreSQL keeps them
+		default:
+			at = time.Unix(rng.Int64N(4102444800), rng.Int64N(10)*1e8)
+		}
+		at = at.In(zones[i%len(zones)])
+		want := `"` + at.UTC().Format(time.RFC3339Nano) + `"`
+		if got := string(appendStamp(nil, at)); got != want {
+			t.Fatalf("%v: %s, want %s", at, got, want)
+		}
+	}
+	for _, at := range []time.Time{time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 5, time.UTC), {}} {
+		if got, want := string(appendStamp(nil, at)), `"`+at.UTC().Format(time.RFC3339Nano)+`"`; got != want {
+			t.Errorf("%v: %s, want %s", at, got, want)
+		}
 	}
 }
