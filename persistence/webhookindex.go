@@ -10,9 +10,9 @@ import (
 
 // slotIndex finds a message's slot in the ring by its id: open addressing with linear probing
 // and backward-shift deletion, at most half full. A ring replaces its oldest message at every
-// flush; Go's maps leave a tombstone at each delete, and a lookup in the memory's map was
-// twice as slow after 32 turns of the ring as fresh (bench/RESULTS.md, 2026-11-28). Here a
-// delete moves the cells after it back instead, so the table never ages.
+// flush; Go's maps leave a tombstone at each delete, and a lookup in a map of the memory's size
+// took 105 ns after 32 turns of the ring, against 57 here (bench/RESULTS.md, 2026-11-28
+// 01:30). A delete moves the cells after it back instead, so the table never ages.
 //
 // A cell holds the id's hash (its low 32 bits) and its slot + 1 (0: empty); a lookup compares
 // hashes before it reads a slot's id.

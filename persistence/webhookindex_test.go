@@ -85,3 +85,24 @@ func BenchmarkSlotIndexAfterTurns(b *testing.B) {
 		}
 	}
 }
+
+// The same with a Go map, as the memory's index was: its deletes leave tombstones.
+func BenchmarkGoMapAfterTurns(b *testing.B) {
+	const n = 131072
+	m := make(map[uuid.UUID]int32, n)
+	ids := make([]uuid.UUID, n)
+	for turn := 0; turn < 32*n; turn++ {
+		s := turn % n
+		if ids[s] != uuid.Nil {
+			delete(m, ids[s])
+		}
+		ids[s] = uuid.New()
+		m[ids[s]] = int32(s)
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, ok := m[ids[i%n]]; !ok {
+			b.Fatal("lost")
+		}
+	}
+}
