@@ -71,6 +71,9 @@ type WebhookClaim struct {
 	Limit int           // deliveries at most
 	Lanes int           // pending deliveries per endpoint at most (attempts in flight and retries waiting)
 	Lease time.Duration // how long a claimed delivery is this node's before another may take it
+	// SkipDue forms new deliveries only, without claiming those due (a busy node's rounds
+	// between its claims of them).
+	SkipDue bool
 }
 
 // ClaimWebhookDeliveries takes due deliveries (retries, tests, redeliveries, and those whose
@@ -84,9 +87,12 @@ type WebhookClaim struct {
 // later one of its message, stays in the outbox, and the batch goes on with the events after
 // it (order is per message), so an endpoint's messages do not wait on one another.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, c WebhookClaim) ([]WebhookDelivery, error) {
-	out, err := s.claimDue(ctx, c)
-	if err != nil || len(out) >= c.Limit {
-		return out, err
+	var out []WebhookDelivery
+	if !c.SkipDue {
+		var err error
+		if out, err = s.claimDue(ctx, c); err != nil || len(out) >= c.Limit {
+			return out, err
+		}
 	}
 	cands, err := s.formCandidates(ctx, c.Lanes)
 	if err != nil {

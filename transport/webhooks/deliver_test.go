@@ -5,14 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tuma-sms/tuma/bench/npmtest"
 
@@ -350,4 +354,70 @@ func TestDialRefusesPrivateAddresses(t *testing.T) {
 	if len(rc.got()) != 0 {
 		t.Errorf("the private address was reached")
 	}
+}
+
+// dueCounter counts the rounds that claim due deliveries.
+type dueCounter struct {
+	*persistence.Store
+	due atomic.Int64
+}
+
+func (c *dueCounter) ClaimWebhookDeliveries(ctx context.Context, cl persistence.WebhookClaim) ([]persistence.WebhookDelivery, error) {
+	if !cl.SkipDue {
+		c.due.Add(1)
+	}
+	return c.Store.ClaimWebhookDeliveries(ctx, cl)
+}
+
+// A busy node claims due deliveries every 100 ms or so, not at each of its rounds, and still
+// sends them: a test event for one endpoint arrives while another's attempt hangs.
+func TestBusyNodeSpacesItsClaimsOfDueDeliveries(t *testing.T) {
+	st := newStore(t)
+	acct := newAccount(t, st)
+	release := make(chan struct{})
+	slow := newReceiver(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	defer close(release)
+	quick := newReceiver(t, ok204)
+	hook(t, st, acct, slow.srv.URL, 100, "message.sent")
+	w, _ := hook(t, st, acct, quick.srv.URL, 1, "webhook.test")
+	cs := &dueCounter{Store: st}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	d := webhooks.New(cs, local(webhooks.Options{Timeout: 10 * time.Second}), slog.New(slog.DiscardHandler),
+		webhooks.NewMetrics(prometheus.NewRegistry()))
+	go func() { defer close(done); d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	dispatch(t, st, acct, 1)
+	for deadline := time.Now().Add(10 * time.Second); len(slow.got()) == 0; {
+		if _, err := d.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slow endpoint's delivery never started")
+		}
+	}
+	// Now busy: 50 rounds over at least half a second claim due deliveries a handful of times.
+	before := cs.due.Load()
+	start := time.Now()
+	if _, err := st.TestWebhook(ctx, acct, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50 || time.Since(start) < 500*time.Millisecond; i++ {
+		if _, err := d.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	claims, spent := cs.due.Load()-before, time.Since(start)
+	if most := int64(spent/(100*time.Millisecond)) + 1; claims < 1 || claims > most {
+		t.Errorf("%d rounds' claims of due deliveries in %v while busy; want 1 to %d", claims, spent, most)
+	}
+	quick.waitFor("the test event", func(hs []hit) bool { return len(hs) == 1 })
 }
