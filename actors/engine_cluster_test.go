@@ -149,8 +149,10 @@ func TestClusterSendsEachAccountFromOneNode(t *testing.T) {
 func TestClusterTakesOverAStoppedNodesJobs(t *testing.T) {
 	w := newWorld(t, actors.Options{}, slowNetworks)
 	nodes := w.cluster(3, func(o *actors.Options) {
+		// Paced links mark up to half a second of sending ahead: asked at once, the network
+		// would not know those yet (about 50 at 100/s), so the new owners wait the settle.
 		p := paced(o.NodeID, 100)
-		o.Links = p.Links
+		o.Links, o.TakeoverSettle = p.Links, p.TakeoverSettle
 	})
 	const accounts, per = 6, 150
 	for i := range accounts {
