@@ -15,6 +15,8 @@
 #   AB_THRESHOLD     compare's noise threshold in percent (default its own, 25)
 #   AB_ENV_A, AB_ENV_B  settings of each side's node, as VAR=value words: one build with two
 #                    settings is `bench/ab.sh bin/tuma bin/tuma` with AB_ENV_B=TUMA_X=2
+#   AB_FLAGS_A, AB_FLAGS_B  more tuma-lab bench flags for one side only: the rate with webhooks
+#                    against the rate without is AB_FLAGS_B='--webhooks 127.0.0.1:9901'
 #
 # Build an older commit beside this tree with, for example:
 #   git worktree add /tmp/old <commit> && (cd /tmp/old && go build -o /tmp/tuma-old ./cmd/tuma)
@@ -61,7 +63,10 @@ one() {
 	psql "$SERVER/postgres?sslmode=disable" -qAt -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null
 	node_start "$SERVER/$db?sslmode=disable" "tuma-ab-$side$n:" "$OUT/server-$side$n.log" "$bin" TUMA_SIM_LATENCY=1ms "$@"
 	echo "== $side$n: $bin $*"
-	"$LAB" bench --url "$URL" --admin-token "$TOKEN" --json "$OUT/$side-$n.json" "${FLAGS[@]}" |
+	local extra=${AB_FLAGS_A:-}
+	[ "$side" = b ] && extra=${AB_FLAGS_B:-}
+	# shellcheck disable=SC2086 # the side's flags are words
+	"$LAB" bench --url "$URL" --admin-token "$TOKEN" --json "$OUT/$side-$n.json" "${FLAGS[@]}" $extra |
 		grep -E '^(load|end to end|  end-to-end rate|server CPU|database CPU|accept latency)' || true
 	node_stop
 }
