@@ -224,6 +224,7 @@ type storm struct {
 	errors       atomic.Int64 // no HTTP answer
 	noRetryAfter atomic.Int64 // 429 or 503 without Retry-After
 	took         time.Duration
+	offering     time.Duration // open loop: how long requests were offered, without the wait for the last answers
 }
 
 func newStorm(n *node, tenants []*tenant, size int) *storm {
@@ -305,6 +306,7 @@ func (s *storm) openLoop(ctx context.Context, perSecond float64, inFlight int, d
 			}
 		}
 	}
+	s.offering = time.Since(start)
 	wg.Wait()
 	s.took = time.Since(start)
 }
@@ -332,7 +334,9 @@ func (s *storm) other() int64 {
 func (s *storm) rate(status int) float64 { return float64(s.count(status)) / s.took.Seconds() }
 
 // offeredRate is requests started per second of the run.
-func (s *storm) offeredRate() float64 { return float64(s.started.Load()) / s.took.Seconds() }
+// offeredRate is the requests started a second while the loop offered them: the answers still
+// due after it (up to the client's timeout, from a node shedding a storm) are not offering.
+func (s *storm) offeredRate() float64 { return float64(s.started.Load()) / s.offering.Seconds() }
 
 func (s *storm) p(q float64) time.Duration {
 	s.mu.Lock()
