@@ -333,7 +333,6 @@ func (s *storm) other() int64 {
 // rate is answers of status per second of the run.
 func (s *storm) rate(status int) float64 { return float64(s.count(status)) / s.took.Seconds() }
 
-// offeredRate is requests started per second of the run.
 // offeredRate is the requests started a second while the loop offered them: the answers still
 // due after it (up to the client's timeout, from a node shedding a storm) are not offering.
 func (s *storm) offeredRate() float64 { return float64(s.started.Load()) / s.offering.Seconds() }
