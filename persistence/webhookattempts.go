@@ -42,6 +42,12 @@ type DisabledWebhook struct {
 // with a webhook_disabled notification; it is returned. An attempt whose claim lapsed and was
 // taken by another node records nothing (ErrLeaseLost): that node's attempt is the delivery's.
 // Successes are recorded by WebhookSucceeded.
+//
+// The failure and the disabling are two transactions (disabling takes the subscriptions'
+// lock, which every failure should not): the delivery keeps its retry time until the disable
+// commits and clears it, so one that does not commit (an error, a kill) leaves the delivery to
+// be retried on its schedule, and that attempt disables the endpoint again, never a pending
+// delivery with no due time on an enabled endpoint, which would hold its circuit open for good.
 func (s *Store) WebhookFailed(ctx context.Context, a WebhookAttempt, failingLimit time.Duration) (*DisabledWebhook, error) {
 	if a.Succeeded {
 		return nil, fmt.Errorf("record webhook attempt: the attempt of %s succeeded", a.DeliveryID)
@@ -143,8 +149,8 @@ func (s *Store) WebhookSucceeded(ctx context.Context, as []WebhookAttempt, forms
 
 // queueSuccesses queues the record of successful attempts as one statement: each delivery
 // succeeded under its claim, its attempt in the log, and each of their endpoints' circuits
-// closed (their retries due at once). It marks the deliveries recorded; one whose claim lapsed
-// is not.
+// closed (their retries due at once, except those last answered 429 or 503, which may have
+// been told how long to wait). It marks the deliveries recorded; one whose claim lapsed is not.
 func queueSuccesses(b *pgx.Batch, as []WebhookAttempt, recorded map[uuid.UUID]bool) {
 	n := len(as)
 	ids, leases, codes, ms, ats := make([]uuid.UUID, n), make([]time.Time, n), make([]int32, n), make([]int32, n), make([]time.Time, n)
@@ -166,7 +172,8 @@ func queueSuccesses(b *pgx.Batch, as []WebhookAttempt, recorded map[uuid.UUID]bo
 			WHERE e.id IN (SELECT endpoint_id FROM d) AND e.failing_since IS NOT NULL RETURNING e.id),
 		due AS (
 			UPDATE webhook_deliveries x SET next_attempt_at = now() FROM closed
-			WHERE x.endpoint_id = closed.id AND x.status = 'pending' AND x.next_attempt_at > now() AND x.id <> ALL ($1::uuid[]))
+			WHERE x.endpoint_id = closed.id AND x.status = 'pending' AND x.next_attempt_at > now() AND x.id <> ALL ($1::uuid[])
+				AND coalesce(x.last_status_code, 0) NOT IN (429, 503)) -- asked to wait (Retry-After): they do
 		SELECT id FROM d`, ids, leases, codes, ms, ats).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id uuid.UUID
@@ -192,18 +199,18 @@ func queueFailure(b *pgx.Batch, a WebhookAttempt, failingSince **time.Time) {
 			UPDATE webhook_deliveries SET attempts = attempts + 1, last_status_code = $2, last_error = nullif($3, ''),
 				lease_until = NULL,
 				status = CASE WHEN $4::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
-				next_attempt_at = CASE WHEN $6 THEN NULL ELSE $4 END, -- $6: its endpoint is being disabled
+				next_attempt_at = $4, -- even when its endpoint is to be disabled: see WebhookFailed
 				finished_at = CASE WHEN $4::timestamptz IS NULL THEN $5::timestamptz END
-			WHERE id = $1 AND status = 'pending' AND lease_until = $7 RETURNING attempts),
+			WHERE id = $1 AND status = 'pending' AND lease_until = $6 RETURNING attempts),
 		logged AS (
 			INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, duration_ms, next_attempt_at)
-			SELECT $1, attempts, $5, $2, nullif($3, ''), $8, $4 FROM d),
+			SELECT $1, attempts, $5, $2, nullif($3, ''), $7, $4 FROM d),
 		streak AS (
 			UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, $5)
-			WHERE id = $9 AND EXISTS (SELECT FROM d)
+			WHERE id = $8 AND EXISTS (SELECT FROM d)
 			RETURNING failing_since)
 		SELECT (SELECT failing_since FROM streak) FROM d`,
-		a.DeliveryID, nullCode(a.StatusCode), a.Error, retry, a.At, a.Disable != "", a.LeaseUntil,
+		a.DeliveryID, nullCode(a.StatusCode), a.Error, retry, a.At, a.LeaseUntil,
 		a.Duration.Milliseconds(), a.EndpointID).QueryRow(func(r pgx.Row) error {
 		var since *time.Time
 		err := r.Scan(&since)
@@ -243,7 +250,7 @@ func (s *Store) disableWebhook(ctx context.Context, id uuid.UUID, reason string)
 		}
 		out = &d
 		return addNotification(ctx, tx, d.AccountID, NewNotification{Type: "webhook_disabled", Title: "Webhook endpoint disabled",
-			Message: fmt.Sprintf("Deliveries to %s stopped: %s. Fix the endpoint, then enable it again; its events wait.", d.URL, reason)})
+			Message: fmt.Sprintf("Deliveries to %s stopped: %s. Fix the endpoint, then enable it again within 30 days: its events wait that long.", d.URL, reason)})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("disable webhook: %w", err)

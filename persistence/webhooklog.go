@@ -111,10 +111,12 @@ func (s *Store) WebhookDelivery(ctx context.Context, accountID, endpointID, deli
 
 // RetryWebhookDelivery makes one of the endpoint's deliveries due now, whatever its status
 // (a failed one gets one more attempt, a succeeded one is sent again). An unknown delivery, or another account's, is ErrNotFound.
+// The endpoint's row is locked FOR SHARE, as TestWebhook does, so that an enable committing
+// meanwhile cannot leave the delivery waiting with no due time.
 func (s *Store) RetryWebhookDelivery(ctx context.Context, accountID, endpointID, deliveryID uuid.UUID) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE webhook_deliveries d SET status = 'pending', finished_at = NULL, succeeded_at = NULL,
 			next_attempt_at = CASE WHEN e.enabled THEN now() END
-		FROM webhook_endpoints e
+		FROM (SELECT id, enabled FROM webhook_endpoints WHERE id = $2 AND account_id = $1 FOR SHARE) e
 		WHERE d.id = $3 AND d.endpoint_id = $2 AND d.account_id = $1 AND e.id = d.endpoint_id`, accountID, endpointID, deliveryID)
 	if err != nil {
 		return fmt.Errorf("retry webhook delivery: %w", err)
@@ -132,8 +134,11 @@ func (s *Store) TestWebhook(ctx context.Context, accountID, endpointID uuid.UUID
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var seq int64
 		var enabled bool
+		// FOR SHARE: an enable or disable committing meanwhile waits for this insert, or this
+		// reads what it wrote; otherwise a delivery could wait (no due time) on an endpoint
+		// that is enabled, holding one of its lanes for good.
 		err := tx.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('webhook_events', 'id')), enabled
-			FROM webhook_endpoints WHERE id = $1 AND account_id = $2`, endpointID, accountID).Scan(&seq, &enabled)
+			FROM webhook_endpoints WHERE id = $1 AND account_id = $2 FOR SHARE`, endpointID, accountID).Scan(&seq, &enabled)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNotFound
 		}

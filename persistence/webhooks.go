@@ -273,12 +273,24 @@ func (s *Store) UpdateWebhook(ctx context.Context, accountID, id uuid.UUID, p We
 	if err != nil {
 		return Webhook{}, err
 	}
-	enabled := cur.Enabled
-	if p.Enabled != nil {
-		enabled = *p.Enabled
-	}
 	var w Webhook
 	update := func(tx pgx.Tx) error {
+		// enabled as it is now, under the row's lock: cur is from before the transaction, and
+		// an attempt's 410 may have disabled the endpoint since; writing cur's back would
+		// enable it without making its deliveries due.
+		var was bool
+		err := tx.QueryRow(ctx, `SELECT enabled FROM webhook_endpoints WHERE id = $1 AND account_id = $2 FOR UPDATE`,
+			id, accountID).Scan(&was)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		enabled := was
+		if p.Enabled != nil {
+			enabled = *p.Enabled
+		}
 		w, err = scanWebhook(tx.QueryRow(ctx, `UPDATE webhook_endpoints SET url = $3, events = $4, event_mask = $5,
 				description = $6, batch_size = $7, enabled = $8,
 				disabled_reason = CASE WHEN $8 THEN NULL ELSE coalesce(disabled_reason, 'disabled by the account') END,
@@ -287,7 +299,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, accountID, id uuid.UUID, p We
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNotFound
 		}
-		if err != nil || enabled == cur.Enabled {
+		if err != nil || enabled == was {
 			return err
 		}
 		// Deliveries of a disabled endpoint wait (no due time) and go again when it is enabled.
