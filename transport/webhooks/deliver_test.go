@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tuma-sms/tuma/bench/npmtest"
@@ -420,4 +421,45 @@ func TestBusyNodeSpacesItsClaimsOfDueDeliveries(t *testing.T) {
 		t.Errorf("%d rounds' claims of due deliveries in %v while busy; want 1 to %d", claims, spent, most)
 	}
 	quick.waitFor("the test event", func(hs []hit) bool { return len(hs) == 1 })
+}
+
+// unreadable fails reading the messages of the first `fail` deliveries, as a database that
+// is briefly unreachable does.
+type unreadable struct {
+	*persistence.Store
+	fail atomic.Int64
+}
+
+func (u *unreadable) WebhookEventMessages(ctx context.Context, acct uuid.UUID, evs []persistence.WebhookEvent) ([]persistence.MessageEventData, error) {
+	if u.fail.Add(-1) >= 0 {
+		return nil, errors.New("connection refused")
+	}
+	return u.Store.WebhookEventMessages(ctx, acct, evs)
+}
+
+// A delivery whose request could not be made (its messages could not be read) counts no
+// attempt against the endpoint: no retry of its schedule spent, no failure streak; its lease
+// lapses and it goes again.
+func TestUnsentDeliveryIsNotTheEndpointsFailure(t *testing.T) {
+	st := newStore(t)
+	acct := newAccount(t, st)
+	rc := newReceiver(t, ok204)
+	w, _ := hook(t, st, acct, rc.srv.URL, 100, "message.sent")
+	u := &unreadable{Store: st}
+	u.fail.Store(1)
+	n := startNodeOn(t, st, u, local(webhooks.Options{Timeout: 200 * time.Millisecond, Lease: 400 * time.Millisecond}))
+	dispatch(t, st, acct, 1)
+	rc.waitFor("the delivery after its lease lapsed", func(hs []hit) bool { return len(hs) == 1 })
+	log := waitLog(t, st, acct, w.ID, "the success", func(ds []persistence.DeliveryRecord) bool {
+		return len(ds) == 1 && ds[0].Status == persistence.DeliverySucceeded
+	})
+	if log[0].Attempts != 1 || log[0].LastError != nil {
+		t.Errorf("delivery %+v; want one attempt (the success), no error", log[0])
+	}
+	if got := metric(n.m, "tuma_webhook_attempts_total", "connection"); got != 0 {
+		t.Errorf("%v attempts counted as connection failures; want 0", got)
+	}
+	if u.fail.Load() >= 0 {
+		t.Error("the messages were never unreadable: the test tested nothing")
+	}
 }

@@ -253,6 +253,14 @@ func (d *Deliverer) attempt(ctx context.Context, w persistence.WebhookDelivery, 
 	if ctx.Err() != nil {
 		return // stopping: not the endpoint's failure; the lease lapses and it goes again
 	}
+	var unsent *unsentError
+	if errors.As(err, &unsent) {
+		// Ours, not the endpoint's: no attempt is counted against it (its retries and the
+		// days until it is disabled are its own failures'); the lease lapses and it goes again.
+		d.log.Error("prepare webhook delivery; its lease will lapse and it goes again", slog.Any("error", err),
+			slog.String("delivery", w.ID.String()))
+		return
+	}
 	a := persistence.WebhookAttempt{DeliveryID: w.ID, EndpointID: w.EndpointID, LeaseUntil: w.LeaseUntil, At: start, Duration: d.now().Sub(start), StatusCode: status}
 	outcome := outcomeSucceeded
 	switch {
@@ -296,26 +304,35 @@ func (d *Deliverer) attempt(ctx context.Context, w persistence.WebhookDelivery, 
 	}
 }
 
-// post sends the delivery once: the status it got (0: none) and its Retry-After.
+// unsentError is a failure to make a delivery's request, before anything was sent: reading
+// its messages, rendering or signing its body.
+type unsentError struct{ err error }
+
+func (e *unsentError) Error() string { return "webhook request not made: " + e.err.Error() }
+func (e *unsentError) Unwrap() error { return e.err }
+
+// post sends the delivery once: the status it got (0: none) and its Retry-After. An error
+// before the request was sent is an *unsentError.
 func (d *Deliverer) post(ctx context.Context, w persistence.WebhookDelivery) (int, time.Duration, error) {
 	msgs, err := d.store.WebhookEventMessages(ctx, w.AccountID, w.Events)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, &unsentError{err}
 	}
 	body, err := Body(w, msgs)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, &unsentError{err}
 	}
 	id := w.ID.String()
 	ts := d.now().Unix()
 	sig, err := Sign(w.Secrets, id, ts, body)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, &unsentError{err}
 	}
 	rctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, w.URL, bytes.NewReader(body))
 	if err != nil {
+		// The endpoint's URL does not make a request: its own fault, as an unreachable one is.
 		return 0, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")

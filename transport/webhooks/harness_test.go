@@ -126,6 +126,12 @@ type node struct {
 
 func startNode(t *testing.T, st *persistence.Store, opts webhooks.Options) *node {
 	t.Helper()
+	return startNodeOn(t, st, st, opts)
+}
+
+// startNodeOn starts a node whose deliverer reaches the database through store (st wrapped).
+func startNodeOn(t *testing.T, st *persistence.Store, store webhooks.Store, opts webhooks.Options) *node {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	wake := make(chan struct{}, 1)
 	opts.Wake = func() {
@@ -135,7 +141,7 @@ func startNode(t *testing.T, st *persistence.Store, opts webhooks.Options) *node
 		}
 	}
 	reg := prometheus.NewRegistry()
-	n := &node{st: st, m: reg, d: webhooks.New(st, opts, slog.New(slog.DiscardHandler), webhooks.NewMetrics(reg))}
+	n := &node{st: st, m: reg, d: webhooks.New(store, opts, slog.New(slog.DiscardHandler), webhooks.NewMetrics(reg))}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); n.d.Run(ctx) }()
