@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -154,10 +155,11 @@ func checkBatchSize(n int) error {
 }
 
 func checkWebhookText(url, desc string) error {
-	if url == "" || len(url) > maxWebhookURLLen {
+	// Characters, as the API and its schema's maxLength count them, not bytes.
+	if url == "" || utf8.RuneCountInString(url) > maxWebhookURLLen {
 		return &WebhookFieldError{"url", fmt.Sprintf("must be a URL of at most %d characters", maxWebhookURLLen)}
 	}
-	if len(desc) > maxWebhookDescLen {
+	if utf8.RuneCountInString(desc) > maxWebhookDescLen {
 		return &WebhookFieldError{"description", fmt.Sprintf("must be at most %d characters", maxWebhookDescLen)}
 	}
 	return nil

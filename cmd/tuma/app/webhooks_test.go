@@ -132,6 +132,11 @@ func TestWebhookBadInput(t *testing.T) {
 	if after := string(n.do("GET", "/webhooks", nil, key(a)...).Body); after != before {
 		t.Errorf("bad input changed the endpoints:\n%s\n%s", before, after)
 	}
+	// Limits are in characters: 500 of two bytes each is a description within them.
+	long := strings.Repeat("é", 500)
+	if r := n.do("PATCH", "/webhooks/"+id, map[string]any{"description": long}, key(a)...); r.Status != 200 || r.json(t)["description"] != long {
+		t.Errorf("PATCH of a 500-character description of 1,000 bytes = %d %.200s", r.Status, r.Body)
+	}
 
 	for i := 2; i <= 10; i++ {
 		n.hook(a, fmt.Sprintf("https://hooks.example.com/%d", i), "*")

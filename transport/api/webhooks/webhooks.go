@@ -128,7 +128,7 @@ func (h *Handler) check(ctx context.Context, in Endpoint) error {
 		switch u := *in.URL; {
 		case strings.TrimSpace(u) == "":
 			fe.Add("url", "is required")
-		case len(u) > maxURLLen:
+		case utf8.RuneCountInString(u) > maxURLLen:
 			fe.Add("url", fmt.Sprintf("must be at most %d characters", maxURLLen))
 		default:
 			if err := h.urls.CheckURL(ctx, u); errors.Is(err, hooks.ErrURLNotAllowed) {
