@@ -225,6 +225,19 @@ func (e *Engine) SuppressionChanged(ctx context.Context, accountID uuid.UUID, ns
 	return e.suppressionChangedHere(ctx, accountID, nsn, suppressed)
 }
 
+// SuppressionsImported tells the account's tenant, if it is alive, that many numbers were
+// added to its list at once (an import), committed by the caller: as SuppressionChanged does
+// for one, the jobs accepted so far look their recipients up before they are submitted, and
+// the tenant reads its whole list again before this returns. An import calls it before its
+// first write, so that pages loaded while it runs are looked up too, and after its last.
+func (e *Engine) SuppressionsImported(ctx context.Context, accountID uuid.UUID) error {
+	return e.SuppressionChanged(ctx, accountID, manyNumbers, true)
+}
+
+// manyNumbers stands for every number in a suppression change (no number is 0): the tenant
+// reads its list again.
+const manyNumbers = 0
+
 func (e *Engine) suppressionChangedHere(ctx context.Context, accountID uuid.UUID, nsn uint32, suppressed bool) error {
 	if suppressed {
 		at, _ := e.suppressedAt.LoadOrStore(accountID, new(atomic.Int64))
@@ -234,7 +247,11 @@ func (e *Engine) suppressionChangedHere(ctx context.Context, accountID uuid.UUID
 	if !ok {
 		return nil
 	}
-	_, err := e.request(ctx, pid.(*actor.PID), &suppressCmd{nsn: nsn, suppressed: suppressed})
+	var cmd any = &suppressCmd{nsn: nsn, suppressed: suppressed}
+	if nsn == manyNumbers {
+		cmd = &reloadTenant{}
+	}
+	_, err := e.request(ctx, pid.(*actor.PID), cmd)
 	if errors.Is(err, actor.ErrDeadLetter) {
 		return nil // it stopped meanwhile; its successor loads afresh
 	}

@@ -75,15 +75,18 @@ func (h *Handler) importFile(ctx context.Context, rc *fasthttp.RequestCtx) error
 
 // Import adds the numbers of a CSV (phone, then an optional reason; a first row starting
 // "phone" is a header) to the account's list (source api), a batch at a time. Refused rows
-// are counted and the first hundred listed. The account's tenant reloads its list before
-// Import returns, also when a batch failed after others were added.
+// are counted and the first hundred listed. The account's tenant is told before the first
+// write (its jobs under way look their recipients up from then on, so a page of messages
+// loaded while the import runs sees each batch committed) and reloads its list before Import
+// returns, also when a batch failed after others were added.
 func (h *Handler) Import(ctx context.Context, acct uuid.UUID, file io.Reader) (res *ImportResult, err error) {
 	res = &ImportResult{Errors: []ImportError{}}
+	told := false
 	defer func() {
 		if res.Added == 0 {
 			return
 		}
-		if rerr := h.tenants.AccountChanged(context.WithoutCancel(ctx), acct); rerr != nil && err == nil {
+		if rerr := h.tenants.SuppressionsImported(context.WithoutCancel(ctx), acct); rerr != nil && err == nil {
 			err = rerr
 		}
 	}()
@@ -91,6 +94,12 @@ func (h *Handler) Import(ctx context.Context, acct uuid.UUID, file io.Reader) (r
 	cr.FieldsPerRecord, cr.ReuseRecord, cr.TrimLeadingSpace = -1, true, true
 	nsns, reasons := make([]uint32, 0, importBatch), make([]string, 0, importBatch)
 	flush := func() error {
+		if !told {
+			if err := h.tenants.SuppressionsImported(ctx, acct); err != nil {
+				return err
+			}
+			told = true
+		}
 		added, err := h.store.SuppressMany(ctx, acct, nsns, reasons, persistence.SuppressedByAPI)
 		if err != nil {
 			return err

@@ -32,8 +32,9 @@ type Store interface {
 type Tenants interface {
 	// SuppressionChanged answers once the account's tenant holds the change.
 	SuppressionChanged(ctx context.Context, accountID uuid.UUID, nsn uint32, suppressed bool) error
-	// AccountChanged answers once the account's tenant has read its state (its whole list) again.
-	AccountChanged(ctx context.Context, accountID uuid.UUID) error
+	// SuppressionsImported answers once the account's tenant has read its whole list again, and
+	// the jobs it accepted before look their recipients up before submitting them.
+	SuppressionsImported(ctx context.Context, accountID uuid.UUID) error
 }
 
 // Deps are the collaborators of the endpoints.

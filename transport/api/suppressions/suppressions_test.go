@@ -85,10 +85,14 @@ type change struct {
 
 type fakeTenants struct {
 	changes []change
+	imports int // SuppressionsImported calls
 	err     error
 }
 
-func (f *fakeTenants) AccountChanged(context.Context, uuid.UUID) error { return f.err }
+func (f *fakeTenants) SuppressionsImported(context.Context, uuid.UUID) error {
+	f.imports++
+	return f.err
+}
 
 func (f *fakeTenants) SuppressionChanged(_ context.Context, _ uuid.UUID, nsn uint32, suppressed bool) error {
 	f.changes = append(f.changes, change{nsn, suppressed})
@@ -148,5 +152,34 @@ func TestTenantHearsOfEveryAdd(t *testing.T) {
 	tenants.err = errors.New("busy")
 	if _, _, err := h.Add(ctx, acct, Input{Phone: ptr("0733000000")}); !errors.Is(err, tenants.err) {
 		t.Errorf("add with the tenant failing = %v; want its error", err)
+	}
+}
+
+// manyStore records, with each batch an import writes, how many times the tenant had been
+// told of the import by then.
+type manyStore struct {
+	fakeStore
+	tenants *fakeTenants
+	toldAt  []int
+}
+
+func (m *manyStore) SuppressMany(_ context.Context, _ uuid.UUID, nsns []uint32, _ []string, _ persistence.SuppressionSource) (int64, error) {
+	m.toldAt = append(m.toldAt, m.tenants.imports)
+	return int64(len(nsns)), nil
+}
+
+// An import tells the tenant before its first write (jobs under way look their recipients
+// up from then on) and once more after its last (the tenant reads the whole list again).
+func TestImportTellsTheTenantBeforeAndAfter(t *testing.T) {
+	tenants := &fakeTenants{}
+	store := &manyStore{tenants: tenants}
+	h := New(Deps{Store: store, Tenants: tenants})
+	res, err := h.Import(context.Background(), uuid.New(), strings.NewReader("phone\n0712345678\n0722345678,asked\n"))
+	if err != nil || res.Added != 2 {
+		t.Fatalf("import = %+v, %v", res, err)
+	}
+	if len(store.toldAt) != 1 || store.toldAt[0] != 1 || tenants.imports != 2 {
+		t.Errorf("tenant told %d times before the writes %v, %d in all; want once before the first, twice in all",
+			len(store.toldAt), store.toldAt, tenants.imports)
 	}
 }
