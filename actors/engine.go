@@ -44,6 +44,7 @@ type Store interface {
 	HoldLease(ctx context.Context, name, node string, ttl time.Duration) (bool, error)
 	ReleaseLeases(ctx context.Context, node string) error
 	Credit(ctx context.Context, c persistence.NewCredit) (persistence.WalletSnapshot, error)
+	WalletNow(ctx context.Context, accountID uuid.UUID) (persistence.WalletSnapshot, error)
 	ConfirmPayment(ctx context.Context, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error)
 	LowBalanceAlert(ctx context.Context, accountID uuid.UUID, n persistence.NewNotification) (bool, error)
 	LowBalanceRecovered(ctx context.Context, accountID uuid.UUID) error

@@ -43,6 +43,18 @@ func (e *Engine) ConfirmPayment(ctx context.Context, accountID uuid.UUID, c pers
 	return *res.(*persistence.ConfirmedPayment), nil
 }
 
+// SyncWallet hands the account's wallet as the store has it now to its tenant actor, wherever
+// it runs: for a caller that finds a change committed which the tenant may not have seen (a
+// payment whose confirmation failed at its commit, retried and found paid).
+func (e *Engine) SyncWallet(ctx context.Context, accountID uuid.UUID) error {
+	w, err := e.store.WalletNow(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	e.WalletChanged(w)
+	return nil
+}
+
 // SetPricing pins (or unpins, tier nil) an account's tier and sets it internal or not.
 func (e *Engine) SetPricing(ctx context.Context, accountID uuid.UUID, tier *string, internal bool) error {
 	_, err := e.tenantRequest(ctx, accountID, &pricingCmd{tier: tier, internal: internal})

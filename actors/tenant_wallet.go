@@ -63,6 +63,7 @@ func (t *tenantActor) credit(ctx actor.Context, m *creditCmd, reply *actor.PID) 
 
 func (t *tenantActor) credited(ctx actor.Context, msg *creditDone) {
 	if msg.err != nil {
+		t.rereadWallet(ctx)
 		ctx.Send(msg.reply, msg.err)
 		return
 	}
@@ -84,6 +85,7 @@ func (t *tenantActor) confirmPayment(ctx actor.Context, m *paymentCmd, reply *ac
 
 func (t *tenantActor) paymentConfirmed(ctx actor.Context, msg *paymentDone) {
 	if msg.err != nil {
+		t.rereadWallet(ctx)
 		ctx.Send(msg.reply, msg.err)
 		return
 	}
@@ -94,6 +96,19 @@ func (t *tenantActor) paymentConfirmed(ctx actor.Context, msg *paymentDone) {
 	}
 	res := msg.res
 	ctx.Send(msg.reply, &res)
+}
+
+// rereadWallet reads the wallet from the store and adopts it if newer: after a credit whose
+// outcome is unknown (an error at its commit, a timeout), which may have committed. Without it
+// the balance here stays below the store's, refusing sends the money pays for, until another
+// change happens to carry a newer snapshot.
+func (t *tenantActor) rereadWallet(ctx actor.Context) {
+	self, root, id := ctx.Self(), t.e.root, t.id
+	t.e.goIO(10*time.Second, func(c context.Context) {
+		if w, err := t.e.store.WalletNow(c, id); err == nil {
+			root.Send(self, &walletChanged{wallet: w})
+		}
+	})
 }
 
 // setPricing writes the account's tier and internal flag; pricingSet takes them once written.

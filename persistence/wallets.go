@@ -96,6 +96,21 @@ func (s *Store) Wallet(ctx context.Context, accountID uuid.UUID) (Wallet, error)
 	return w, nil
 }
 
+// WalletNow reads an account's wallet as the last committed change left it: for an actor that
+// does not know whether its own change committed.
+func (s *Store) WalletNow(ctx context.Context, accountID uuid.UUID) (WalletSnapshot, error) {
+	var w WalletSnapshot
+	err := s.pool.QueryRow(ctx, `SELECT `+snapshotColumns+` FROM wallets WHERE account_id = $1`, accountID).
+		Scan(&w.AccountID, &w.BalanceCents, &w.Version, &w.LifetimeSMS)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return WalletSnapshot{}, ErrNotFound
+	}
+	if err != nil {
+		return WalletSnapshot{}, fmt.Errorf("wallet now: %w", err)
+	}
+	return w, nil
+}
+
 // WalletSnapshot is a wallet as one committed transaction left it. Version orders snapshots.
 type WalletSnapshot struct {
 	AccountID    uuid.UUID

@@ -28,6 +28,8 @@ type Store interface {
 // Applier applies a confirmed payment (the engine, through the account's tenant actor).
 type Applier interface {
 	ConfirmPayment(ctx context.Context, accountID uuid.UUID, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error)
+	// SyncWallet hands the account's stored wallet to its tenant actor.
+	SyncWallet(ctx context.Context, accountID uuid.UUID) error
 }
 
 // Outcome is what a confirmation found.
@@ -68,6 +70,13 @@ func (c *Confirmer) Confirm(ctx context.Context, reference, via string) (Outcome
 	}
 	switch p.Status {
 	case persistence.PaymentPaid:
+		// Paid already, and told again: the confirmation that paid it may have failed at its
+		// commit (and so been retried) after the account's tenant had read the wallet, which
+		// would otherwise keep refusing sends this money pays for.
+		if err := c.applier.SyncWallet(ctx, p.AccountID); err != nil {
+			c.log.Warn("hand a paid top-up's wallet to the account's tenant", slog.String("reference", reference),
+				slog.Any("error", err))
+		}
 		return Outcome{Payment: p, Status: p.Status}, nil
 	case persistence.PaymentFailed:
 		return Outcome{Payment: p, Status: p.Status, Reason: deref(p.FailureReason)}, nil

@@ -21,6 +21,7 @@ type books struct {
 	mu       sync.Mutex
 	payments map[string]*persistence.Payment
 	credits  int
+	syncs    int // SyncWallet calls
 }
 
 func (b *books) PaymentByReference(_ context.Context, ref string) (persistence.Payment, error) {
@@ -58,6 +59,13 @@ func (b *books) OpenPayments(_ context.Context, from, to time.Time, _ int) ([]pe
 }
 
 func (b *books) ExpirePayments(context.Context, time.Time) (int64, error) { return 0, nil }
+
+func (b *books) SyncWallet(context.Context, uuid.UUID) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.syncs++
+	return nil
+}
 
 func (b *books) ConfirmPayment(_ context.Context, _ uuid.UUID, c persistence.PaymentConfirmation) (persistence.ConfirmedPayment, error) {
 	b.mu.Lock()
@@ -160,9 +168,16 @@ func TestConfirmOutcomes(t *testing.T) {
 			t.Errorf("the log does not say %q:\n%s", want, logs.String())
 		}
 	}
-	// A second confirmation of a paid payment applies nothing.
+	// A second confirmation of a paid payment applies nothing, and hands the wallet to the
+	// account's tenant again (the first may have failed at its commit, unseen by it).
+	if b.syncs != 0 {
+		t.Errorf("%d wallet syncs before any repeat; want 0", b.syncs)
+	}
 	if out, err := c.Confirm(context.Background(), "TUMA-PAID", "test"); err != nil || out.Applied || out.Status != "paid" {
 		t.Errorf("repeat: %+v %v", out, err)
+	}
+	if b.syncs != 1 {
+		t.Errorf("%d wallet syncs after a repeat of a paid payment; want 1", b.syncs)
 	}
 	if _, err := c.Confirm(context.Background(), "TUMA-NOPE", "test"); !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("unknown reference: %v", err)

@@ -1,0 +1,57 @@
+package actors_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/persistence"
+)
+
+// creditThenFail commits the first credit and answers an error, as a connection lost at the
+// commit does.
+type creditThenFail struct {
+	actors.Store
+	failed atomic.Bool
+}
+
+func (s *creditThenFail) Credit(ctx context.Context, c persistence.NewCredit) (persistence.WalletSnapshot, error) {
+	w, err := s.Store.Credit(ctx, c)
+	if err == nil && s.failed.CompareAndSwap(false, true) {
+		return persistence.WalletSnapshot{}, errors.New("connection reset at commit")
+	}
+	return w, err
+}
+
+// A credit that committed though its caller was told it failed reaches the tenant all the
+// same: it reads the wallet again, and the sends the money pays for are accepted.
+func TestCreditOfUnknownOutcomeIsReadBack(t *testing.T) {
+	var fail *creditThenFail
+	w := newWorldWith(t, actors.Options{}, nil, func(w *world) {
+		fail = &creditThenFail{Store: w.st}
+		w.store = fail
+	})
+	acct := w.account(0)
+	rs := recipients(1, 0, 11)
+	if _, err := w.send(acct, rs, "hello"); !errors.Is(err, persistence.ErrInsufficientBalance) {
+		t.Fatalf("a send with nothing in the wallet: %v; want insufficient balance", err)
+	}
+	if _, err := w.eng.Credit(context.Background(), persistence.NewCredit{AccountID: acct, Cents: 100_000, Type: "topup",
+		Description: "test funds"}); err == nil || !fail.failed.Load() {
+		t.Fatalf("the credit answered %v; want the commit's error", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := w.send(acct, rs, "hello")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, persistence.ErrInsufficientBalance) || time.Now().After(deadline) {
+			t.Fatalf("a send after the credit committed: %v; want it accepted within 10 s", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
