@@ -127,12 +127,17 @@ func (s *Store) MarkPayment(ctx context.Context, reference string, status Paymen
 	return tag.RowsAffected() > 0, nil
 }
 
-// OpenPayments lists payments still pending or abandoned that were started between the two
-// times, oldest first: the ones the provider may have settled without telling us.
+// OpenPayments takes up to limit payments still pending or abandoned that were started between
+// the two times, the ones the provider may have settled without telling us: those asked about
+// longest ago first (never asked, then oldest), each marked asked now. Every open payment has
+// its turn however many stay open, and several nodes reconciling at once take different ones.
 func (s *Store) OpenPayments(ctx context.Context, from, to time.Time, limit int) ([]Payment, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+paymentColumns+` FROM payments
-		WHERE status IN ('pending', 'abandoned') AND created_at >= $1 AND created_at < $2
-		ORDER BY created_at LIMIT $3`, from, to, limit)
+	rows, err := s.pool.Query(ctx, `UPDATE payments p SET checked_at = now()
+		FROM (SELECT id FROM payments WHERE status IN ('pending', 'abandoned') AND created_at >= $1 AND created_at < $2
+			ORDER BY checked_at NULLS FIRST, created_at LIMIT $3 FOR UPDATE SKIP LOCKED) due
+		WHERE p.id = due.id
+		RETURNING p.id, p.account_id, p.reference, p.purpose, p.sender_id, p.amount_cents, p.currency, p.email, p.provider,
+			p.status, p.access_code, p.authorization_url, p.failure_reason, p.paid_at, p.created_at`, from, to, limit)
 	if err != nil {
 		return nil, fmt.Errorf("open payments: %w", err)
 	}

@@ -186,3 +186,43 @@ func TestLowBalanceAlertOncePerCrossing(t *testing.T) {
 		t.Errorf("%d low_balance notifications; want 2", count)
 	}
 }
+
+// The reconciler's rounds take every open checkout in turn, those asked about longest ago
+// first: a hundred old ones left open (abandoned carts) do not keep a newer one from its turn.
+func TestOpenPaymentsTakeTurns(t *testing.T) {
+	st, _ := pgtest.NewStore(t)
+	ctx := context.Background()
+	a, err := st.CreateAccount(ctx, newAccount("carts@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]bool{}
+	for range 150 {
+		p, err := st.CreatePayment(ctx, persistence.NewPayment{AccountID: a.ID, Purpose: persistence.PurposeTopup, AmountCents: 1000,
+			Email: a.Email, Provider: "paystack"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all[p.Reference] = false
+	}
+	from, to := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	first, err := st.OpenPayments(ctx, from, to, 100)
+	if err != nil || len(first) != 100 {
+		t.Fatalf("first round: %d, %v; want 100", len(first), err)
+	}
+	for _, p := range first {
+		all[p.Reference] = true
+	}
+	second, err := st.OpenPayments(ctx, from, to, 100)
+	if err != nil || len(second) != 100 {
+		t.Fatalf("second round: %d, %v; want 100", len(second), err)
+	}
+	for _, p := range second {
+		all[p.Reference] = true
+	}
+	for ref, asked := range all {
+		if !asked {
+			t.Errorf("%s not asked about in two rounds of 100 over 150 open checkouts", ref)
+		}
+	}
+}
