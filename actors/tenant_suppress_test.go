@@ -98,6 +98,30 @@ func (s acceptThenSuppress) AcceptJobs(ctx context.Context, jobs []persistence.N
 // A number suppressed after its send was accepted and before its message went is failed
 // OPTED_OUT and refunded; the others go.
 func TestSuppressedAfterAcceptanceIsFailedAndRefunded(t *testing.T) {
+	suppressedAfterAcceptance(t, func(w *world, acct uuid.UUID, r persistence.Recipient) {
+		w.suppress(acct, r) // the tenant is not waiting on the writer: it can answer
+	})
+}
+
+// Numbers imported (many at once) after a send was accepted and before its messages went are
+// failed OPTED_OUT and refunded, as one suppressed alone is.
+func TestImportedAfterAcceptanceIsFailedAndRefunded(t *testing.T) {
+	suppressedAfterAcceptance(t, func(w *world, acct uuid.UUID, r persistence.Recipient) {
+		ctx := context.Background()
+		if _, err := w.st.SuppressMany(ctx, acct, []uint32{r.NSN}, []string{""}, persistence.SuppressedByAPI); err != nil {
+			w.t.Error(err)
+		}
+		if err := w.eng.SuppressionsImported(ctx, acct); err != nil {
+			w.t.Error(err)
+		}
+	})
+}
+
+// suppressedAfterAcceptance sends to three numbers, suppressing the second with suppress in
+// the moment after the send is accepted, and checks that its message alone fails OPTED_OUT,
+// refunded.
+func suppressedAfterAcceptance(t *testing.T, suppress func(w *world, acct uuid.UUID, r persistence.Recipient)) {
+	t.Helper()
 	var w *world
 	var acct uuid.UUID
 	var late persistence.Recipient
@@ -105,7 +129,7 @@ func TestSuppressedAfterAcceptanceIsFailedAndRefunded(t *testing.T) {
 	w = newWorldWith(t, actors.Options{}, nil, func(w *world) {
 		w.store = acceptThenSuppress{Store: w.st, then: func() {
 			if armed.CompareAndSwap(true, false) {
-				w.suppress(acct, late) // the tenant is not waiting on the writer: it can answer
+				suppress(w, acct, late)
 			}
 		}}
 	})
@@ -118,8 +142,7 @@ func TestSuppressedAfterAcceptanceIsFailedAndRefunded(t *testing.T) {
 	if err != nil || res.Recipients != 3 {
 		t.Fatalf("send: %+v, %v", res, err)
 	}
-	c := w.waitFinal(acct, 3, 20*time.Second)
-	if c.Failed != 1 {
+	if c := w.waitFinal(acct, 3, 20*time.Second); c.Failed != 1 {
 		t.Fatalf("counts %+v; want the suppressed number failed", c)
 	}
 	if n := w.sqlInt(`SELECT count(*) FROM messages WHERE account_id = $1 AND provider_status = 'OPTED_OUT' AND recipient = $2`,
@@ -128,47 +151,5 @@ func TestSuppressedAfterAcceptanceIsFailedAndRefunded(t *testing.T) {
 	}
 	if spent := before - w.balance(acct); spent != res.CostCents/3*2 {
 		t.Errorf("spent %d of %d; want the suppressed message refunded", spent, res.CostCents)
-	}
-}
-
-// Numbers imported (many at once) after a send was accepted and before its messages went are
-// failed OPTED_OUT and refunded, as one suppressed alone is.
-func TestImportedAfterAcceptanceIsFailedAndRefunded(t *testing.T) {
-	var w *world
-	var acct uuid.UUID
-	var late persistence.Recipient
-	var armed atomic.Bool
-	w = newWorldWith(t, actors.Options{}, nil, func(w *world) {
-		w.store = acceptThenSuppress{Store: w.st, then: func() {
-			if !armed.CompareAndSwap(true, false) {
-				return
-			}
-			ctx := context.Background()
-			if _, err := w.st.SuppressMany(ctx, acct, []uint32{late.NSN}, []string{""}, persistence.SuppressedByAPI); err != nil {
-				w.t.Error(err)
-			}
-			if err := w.eng.SuppressionsImported(ctx, acct); err != nil {
-				w.t.Error(err)
-			}
-		}}
-	})
-	acct = w.account(1_000_000)
-	rs := recipients(3, 0, 11)
-	late = rs[2]
-	before := w.balance(acct)
-	armed.Store(true)
-	res, err := w.send(acct, rs, "hello")
-	if err != nil || res.Recipients != 3 {
-		t.Fatalf("send: %+v, %v", res, err)
-	}
-	if c := w.waitFinal(acct, 3, 20*time.Second); c.Failed != 1 {
-		t.Fatalf("counts %+v; want the imported number failed", c)
-	}
-	if n := w.sqlInt(`SELECT count(*) FROM messages WHERE account_id = $1 AND provider_status = 'OPTED_OUT' AND recipient = $2`,
-		acct, late.E164()); n != 1 {
-		t.Errorf("%d OPTED_OUT messages to the imported number %s; want 1", n, late.E164())
-	}
-	if spent := before - w.balance(acct); spent != res.CostCents/3*2 {
-		t.Errorf("spent %d of %d; want the imported number's message refunded", spent, res.CostCents)
 	}
 }

@@ -38,38 +38,68 @@ func waitForLockOrDone(t *testing.T, conn *pgx.Conn, done <-chan struct{}) {
 	t.Fatal("the write neither finished nor waited on a lock within 10 s")
 }
 
-// An endpoint disabled (a 410) while a PATCH of its description is under way stays disabled:
-// the PATCH writes back what it finds under the row's lock, not what it read before.
-func TestWebhookPatchDuringDisable(t *testing.T) {
-	st, url := pgtest.NewStore(t)
+// whileUncommitted runs write while another transaction holds what the SQL statements (each
+// with the endpoint's id as $1) changed, uncommitted; it commits once write waits on a lock or
+// has finished, then waits for write. It returns a connection to look with.
+func whileUncommitted(t *testing.T, url string, endpoint uuid.UUID, write func(), sql ...string) *pgx.Conn {
+	t.Helper()
 	ctx := context.Background()
-	acct := fundedAccount(t, st, 10_000)
-	w := newHook(t, st, acct, 1, "message.sent")
 	watch, locker := connect(t, url), connect(t, url)
 	tx, err := locker.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'the endpoint answered 410 Gone'
-		WHERE id = $1`, w.ID); err != nil {
-		t.Fatal(err)
+	for _, q := range sql {
+		if _, err := tx.Exec(ctx, q, endpoint); err != nil {
+			t.Fatal(err)
+		}
 	}
-	desc := "renamed"
 	done := make(chan struct{})
-	var got persistence.Webhook
-	var perr error
 	go func() {
 		defer close(done)
-		got, perr = st.UpdateWebhook(ctx, acct, w.ID, persistence.WebhookPatch{Description: &desc})
+		write()
 	}()
 	waitForLockOrDone(t, watch, done)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	<-done
-	if perr != nil {
-		t.Fatal(perr)
+	return watch
+}
+
+// What enabling an endpoint writes (UpdateWebhook).
+const (
+	enableEndpoint  = `UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL WHERE id = $1`
+	dueWhenEnabled  = `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = $1 AND status = 'pending'`
+	disableEndpoint = `UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'the endpoint answered 410 Gone' WHERE id = $1`
+)
+
+// disabledHook is an account's endpoint, disabled.
+func disabledHook(t *testing.T, st *persistence.Store, acct uuid.UUID) persistence.Webhook {
+	t.Helper()
+	w := newHook(t, st, acct, 1, "message.sent")
+	off := false
+	if _, err := st.UpdateWebhook(context.Background(), acct, w.ID, persistence.WebhookPatch{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// An endpoint disabled (a 410) while a PATCH of its description is under way stays disabled:
+// the PATCH writes back what it finds under the row's lock, not what it read before.
+func TestWebhookPatchDuringDisable(t *testing.T) {
+	st, url := pgtest.NewStore(t)
+	acct := fundedAccount(t, st, 10_000)
+	w := newHook(t, st, acct, 1, "message.sent")
+	desc := "renamed"
+	var got persistence.Webhook
+	var err error
+	watch := whileUncommitted(t, url, w.ID, func() {
+		got, err = st.UpdateWebhook(context.Background(), acct, w.ID, persistence.WebhookPatch{Description: &desc})
+	}, disableEndpoint)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if got.Enabled || endpointEnabled(t, watch, w.ID) {
 		t.Errorf("a PATCH of the description during a disable enabled the endpoint again (answered enabled=%v)", got.Enabled)
@@ -84,48 +114,27 @@ func TestWebhookRetryDuringEnable(t *testing.T) {
 	st, url := pgtest.NewStore(t)
 	ctx := context.Background()
 	acct := fundedAccount(t, st, 10_000)
-	w := newHook(t, st, acct, 1, "message.sent")
+	newHook(t, st, acct, 1, "message.sent") // the delivery's endpoint is the next
 	sent(t, st, acct, 1, "e")
 	d := claim(t, st, 1, 8)
 	if len(d) != 1 {
 		t.Fatalf("claimed %d; want 1", len(d))
 	}
-	final := persistence.WebhookAttempt{DeliveryID: d[0].ID, EndpointID: w.ID, LeaseUntil: d[0].LeaseUntil, At: time.Now(),
-		StatusCode: 500, Error: "HTTP 500"} // no RetryAt: the delivery has failed
+	final := persistence.WebhookAttempt{DeliveryID: d[0].ID, EndpointID: d[0].EndpointID, LeaseUntil: d[0].LeaseUntil,
+		At: time.Now(), StatusCode: 500, Error: "HTTP 500"} // no RetryAt: the delivery has failed
 	if _, err := st.WebhookFailed(ctx, final, 0); err != nil {
 		t.Fatal(err)
 	}
 	off := false
-	if _, err := st.UpdateWebhook(ctx, acct, w.ID, persistence.WebhookPatch{Enabled: &off}); err != nil {
+	if _, err := st.UpdateWebhook(ctx, acct, d[0].EndpointID, persistence.WebhookPatch{Enabled: &off}); err != nil {
 		t.Fatal(err)
 	}
-	watch, locker := connect(t, url), connect(t, url)
-	tx, err := locker.Begin(ctx)
+	var err error
+	watch := whileUncommitted(t, url, d[0].EndpointID, func() {
+		err = st.RetryWebhookDelivery(ctx, acct, d[0].EndpointID, d[0].ID)
+	}, enableEndpoint, dueWhenEnabled)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	// What enabling it does (UpdateWebhook), not yet committed.
-	if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL WHERE id = $1`, w.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = $1 AND status = 'pending'`,
-		w.ID); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var rerr error
-	go func() {
-		defer close(done)
-		rerr = st.RetryWebhookDelivery(ctx, acct, w.ID, d[0].ID)
-	}()
-	waitForLockOrDone(t, watch, done)
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	if rerr != nil {
-		t.Fatal(rerr)
 	}
 	if status, due := deliveryState(t, watch, d[0].ID); status != "pending" || due == nil {
 		t.Errorf("retried during the enable: %s due %v; want pending and due", status, due)
@@ -135,36 +144,15 @@ func TestWebhookRetryDuringEnable(t *testing.T) {
 // A test event queued while its endpoint is being enabled is due once both commit.
 func TestWebhookTestDuringEnable(t *testing.T) {
 	st, url := pgtest.NewStore(t)
-	ctx := context.Background()
 	acct := fundedAccount(t, st, 10_000)
-	w := newHook(t, st, acct, 1, "message.sent")
-	off := false
-	if _, err := st.UpdateWebhook(ctx, acct, w.ID, persistence.WebhookPatch{Enabled: &off}); err != nil {
-		t.Fatal(err)
-	}
-	watch, locker := connect(t, url), connect(t, url)
-	tx, err := locker.Begin(ctx)
+	w := disabledHook(t, st, acct)
+	var id uuid.UUID
+	var err error
+	watch := whileUncommitted(t, url, w.ID, func() {
+		id, err = st.TestWebhook(context.Background(), acct, w.ID)
+	}, enableEndpoint, dueWhenEnabled)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL WHERE id = $1`, w.ID); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var id uuid.UUID
-	var terr error
-	go func() {
-		defer close(done)
-		id, terr = st.TestWebhook(ctx, acct, w.ID)
-	}()
-	waitForLockOrDone(t, watch, done)
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	if terr != nil {
-		t.Fatal(terr)
 	}
 	if status, due := deliveryState(t, watch, id); status != "pending" || due == nil {
 		t.Errorf("a test event queued during the enable: %s due %v; want pending and due", status, due)
