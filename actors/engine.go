@@ -101,11 +101,13 @@ type Engine struct {
 	inlineWaiting atomic.Int64
 	// lapseRefused counts the commands a lapsed node refused.
 	lapseRefused atomic.Int64
-	// suppressedAt: per account, when this node last added a number to its suppression list
-	// (uuid.UUID → *atomic.Int64, Unix ms): its jobs accepted since look their recipients up
-	// before submitting them (mayBeSuppressed).
-	suppressedAt sync.Map
-	jobs         sync.Map // uuid.UUID → *actor.PID
+	// suppressedAt: per account, the numbers this node added to its suppression list lately
+	// (uuid.UUID → *suppressionLog): its jobs accepted since look their recipients up before
+	// submitting them (mayBeSuppressed), and queued messages to those numbers are stopped
+	// (suppressedSince). lastSuppression is the latest of them all, Unix ms.
+	suppressedAt    sync.Map
+	lastSuppression atomic.Int64
+	jobs            sync.Map // uuid.UUID → *actor.PID
 
 	// unsettled are messages a link marked for submission before the last crash that are
 	// still queued: the network may have them. Jobs flag them (dispatchMsg.unsettled) until

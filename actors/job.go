@@ -59,15 +59,25 @@ type jobState struct {
 	// job stopping for them (job_hold.go).
 	quiet   *persistence.QuietHours
 	holding bool
+	// suspects: messages whose numbers were suppressed since they were screened, held back
+	// to be looked up (screening: a look-up is under way) — job_screen.go.
+	// screenAfter: the last look-up failed, the next waits until then (screenArmed: a timer
+	// wakes the job for it).
+	suspects               []dispatchMsg
+	screening, screenArmed bool
+	screenAfter            time.Time
 }
 
 // dispatchMsg is a message in flight through the engine, kept compact: the text is shared by
 // every message of a job on the same network.
 type dispatchMsg struct {
-	id      uuid.UUID
-	nsn     uint32
-	network carriers.Network
-	body    *string // personalised text, else the job's variant
+	id   uuid.UUID
+	body *string // personalised text, else the job's variant
+	// screened: when its number was last known not to be suppressed (Unix ms): a number
+	// suppressed since is looked up before the message goes (suppressedSince).
+	screened int64
+	nsn      uint32
+	network  carriers.Network
 	// unsettled: marked for submission before a crash and still queued, so the network may
 	// have it already; the link asks before submitting it again.
 	unsettled bool
@@ -93,6 +103,7 @@ func (j *jobActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		if st.started { // restarted after a panic: what was in flight still reports here
+			st.screenArmed = false // its timers went with the old incarnation
 			if !st.loading && (!st.ready || st.more) {
 				j.load(ctx)
 			}
@@ -119,7 +130,8 @@ func (j *jobActor) Receive(ctx actor.Context) {
 				return
 			}
 			st.ready = true
-			j.enqueue(msgs)
+			sec, nsec := st.start.id.Time().UnixTime() // its tenant screened it as it was accepted
+			j.enqueue(msgs, time.Unix(sec, nsec).Add(-suppressionMargin).UnixMilli())
 			j.pump(ctx)
 			return
 		}
@@ -141,6 +153,13 @@ func (j *jobActor) Receive(ctx actor.Context) {
 	case *remainderCancelled:
 		j.remainderSettled(ctx, msg)
 	case *settleRetry:
+		j.pump(ctx)
+	case *suspectMsg:
+		j.suspect(ctx, msg)
+	case *suspectsScreened:
+		j.screened(ctx, msg)
+	case *screenRetry:
+		st.screenArmed = false
 		j.pump(ctx)
 	case *fenced: // a link refused its submits: its tenant was replaced
 		ctx.Send(st.tenant, msg)
@@ -212,7 +231,7 @@ func (j *jobActor) ready(ctx actor.Context, msg *jobReady) {
 	if msg.last != uuid.Nil {
 		st.cursor = msg.last
 	}
-	j.enqueue(msg.msgs)
+	j.enqueue(msg.msgs, msg.screened)
 	if st.cancelled {
 		j.cancel(ctx)
 	}
@@ -223,8 +242,9 @@ func (j *jobActor) ready(ctx actor.Context, msg *jobReady) {
 	j.pump(ctx)
 }
 
-func (j *jobActor) enqueue(msgs []dispatchMsg) {
+func (j *jobActor) enqueue(msgs []dispatchMsg, screened int64) {
 	for _, m := range msgs {
+		m.screened = screened
 		j.st.queues[m.network] = append(j.st.queues[m.network], m)
 	}
 }
@@ -262,11 +282,16 @@ func (j *jobActor) pump(ctx actor.Context) {
 		j.load(ctx) // read ahead while what is in memory drains
 	}
 	done := !st.more && !st.loading
+	acct := st.job.AccountID
 	for n := 1; n < 4; n++ {
 		q := st.queues[n]
 		i := 0
 		for ; i < len(q) && st.outstanding[n] < window; i++ {
-			ctx.Send(j.e.links[n], &submitReq{account: st.job.AccountID, fence: st.fence, msg: q[i], variant: &st.variants[n], job: ctx.Self()})
+			if !q[i].unsettled && j.e.suppressedSince(acct, q[i].nsn, q[i].screened) {
+				st.suspects = append(st.suspects, q[i]) // looked up first (job_screen.go)
+				continue
+			}
+			ctx.Send(j.e.links[n], &submitReq{account: acct, fence: st.fence, msg: q[i], variant: &st.variants[n], job: ctx.Self()})
 			st.outstanding[n]++
 		}
 		clear(q[:i])
@@ -275,6 +300,10 @@ func (j *jobActor) pump(ctx actor.Context) {
 			done = false
 		}
 		j.setBlocked(carriers.Network(n), len(st.queues[n]) > 0)
+	}
+	if len(st.suspects) > 0 || st.screening {
+		j.screenSuspects(ctx)
+		done = false
 	}
 	if done && st.cancelled && !st.settled {
 		j.settleCancelled(ctx)
@@ -332,7 +361,10 @@ func (j *jobActor) giveBack(n int) {
 
 // inHand counts the messages the job holds that no link has yet.
 func inHand(st *jobState) int {
-	n := 0
+	n := len(st.suspects)
+	if st.screening {
+		n++ // a look-up's answer is on its way
+	}
 	for _, q := range st.queues {
 		n += len(q)
 	}

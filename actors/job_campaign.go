@@ -87,6 +87,7 @@ func (j *jobActor) screenPage(ctx context.Context, r *jobReady, job persistence.
 	if len(r.msgs) == 0 {
 		return r
 	}
+	r.screened = time.Now().UnixMilli() // before any look-up: what is suppressed after it is caught later
 	var err error
 	if job.CampaignID != nil {
 		if r.msgs, err = j.skipOptedOut(ctx, job.AccountID, job.ID, r.msgs); err != nil {

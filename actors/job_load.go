@@ -31,6 +31,8 @@ type (
 		audience []persistence.Member
 		expanded int
 		stale    bool
+		// screened: when the page's numbers were known not to be suppressed (Unix ms).
+		screened int64
 	}
 	reloadJob struct{}
 )

@@ -362,6 +362,13 @@ func (l *linkActor) pump(ctx actor.Context) {
 		} else {
 			req = st.queue.pop()
 		}
+		if !req.msg.unsettled && req.askAfter == 0 && l.e.suppressedSince(req.account, req.msg.nsn, req.msg.screened) {
+			// Its number was suppressed while it waited here: never marked, so certainly not
+			// sent; its job looks it up (job_screen.go).
+			delete(st.known, req.msg.id)
+			ctx.Send(req.job, &suspectMsg{msg: req.msg})
+			continue
+		}
 		st.toMark = append(st.toMark, req)
 	}
 	l.mark(ctx)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -240,8 +239,7 @@ const manyNumbers = 0
 
 func (e *Engine) suppressionChangedHere(ctx context.Context, accountID uuid.UUID, nsn uint32, suppressed bool) error {
 	if suppressed {
-		at, _ := e.suppressedAt.LoadOrStore(accountID, new(atomic.Int64))
-		at.(*atomic.Int64).Store(time.Now().UnixMilli())
+		e.noteSuppressed(accountID, nsn)
 	}
 	pid, ok := e.tenants.Load(accountID)
 	if !ok {
@@ -269,12 +267,12 @@ func (e *Engine) mayBeSuppressed(accountID, jobID uuid.UUID, resumed bool) bool 
 	if resumed {
 		return true
 	}
-	at, ok := e.suppressedAt.Load(accountID)
+	l, ok := e.suppressedAt.Load(accountID)
 	if !ok {
 		return false
 	}
 	sec, nsec := jobID.Time().UnixTime()
-	return at.(*atomic.Int64).Load() >= time.Unix(sec, nsec).Add(-suppressionMargin).UnixMilli()
+	return l.(*suppressionLog).at.Load() >= time.Unix(sec, nsec).Add(-suppressionMargin).UnixMilli()
 }
 
 // skipSuppressed fails, with a refund, the queued messages of a job whose numbers its account

@@ -3,6 +3,7 @@ package actors_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tuma-sms/tuma/actors"
+	"github.com/tuma-sms/tuma/carriers"
 	"github.com/tuma-sms/tuma/persistence"
 )
 
@@ -151,5 +153,67 @@ func suppressedAfterAcceptance(t *testing.T, suppress func(w *world, acct uuid.U
 	}
 	if spent := before - w.balance(acct); spent != res.CostCents/3*2 {
 		t.Errorf("spent %d of %d; want the suppressed message refunded", spent, res.CostCents)
+	}
+}
+
+// Messages already queued when their numbers are suppressed (in the job's queue and in a
+// throttled link's) are failed OPTED_OUT and refunded, not sent: in a small send whose
+// messages came in hand, in a large one read from the store a page at a time, and for an
+// import as for numbers suppressed one by one.
+func TestSuppressedWhileQueuedIsNotSent(t *testing.T) {
+	one := func(w *world, acct uuid.UUID, rs []persistence.Recipient) { w.suppress(acct, rs...) }
+	imported := func(w *world, acct uuid.UUID, rs []persistence.Recipient) {
+		ctx := context.Background()
+		nsns, notes := make([]uint32, len(rs)), make([]string, len(rs))
+		for i, r := range rs {
+			nsns[i] = r.NSN
+		}
+		if err := w.eng.SuppressionsImported(ctx, acct); err != nil {
+			w.t.Fatal(err)
+		}
+		if _, err := w.st.SuppressMany(ctx, acct, nsns, notes, persistence.SuppressedByAPI); err != nil {
+			w.t.Fatal(err)
+		}
+		if err := w.eng.SuppressionsImported(ctx, acct); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	t.Run("inline", func(t *testing.T) { suppressedWhileQueued(t, 200, one) })
+	t.Run("stored", func(t *testing.T) { suppressedWhileQueued(t, 50, one) })
+	t.Run("imported", func(t *testing.T) { suppressedWhileQueued(t, 200, imported) })
+}
+
+// suppressedWhileQueued sends 150 messages through a link that takes 20 a second, suppresses
+// every number once a few have gone, and checks that the rest fail OPTED_OUT, refunded.
+func suppressedWhileQueued(t *testing.T, inlineLimit int, suppress func(w *world, acct uuid.UUID, rs []persistence.Recipient)) {
+	const n, tps = 150, 20
+	w := newWorld(t, actors.Options{InlineLimit: inlineLimit, JobWindow: 60,
+		Links: map[carriers.Network]actors.LinkOptions{carriers.Safaricom: {TPS: tps}}}, nil)
+	acct := w.account(1_000_000)
+	rs := recipients(n, carriers.Safaricom, 23)
+	before := w.balance(acct)
+	res, err := w.send(acct, rs, "hello")
+	if err != nil || res.Recipients != n {
+		t.Fatalf("send: %+v, %v", res, err)
+	}
+	gone := func() int64 {
+		return w.sqlInt(`SELECT count(*) FROM messages WHERE account_id = $1 AND status IN ('sent', 'delivered')`, acct)
+	}
+	eventually(t, 20*time.Second, "a few messages to go", func() (bool, string) {
+		g := gone()
+		return g >= 5, fmt.Sprintf("%d sent", g)
+	})
+	suppress(w, acct, rs)
+	goneThen := gone()
+	c := w.waitFinal(acct, n, 30*time.Second)
+	opted := w.sqlInt(`SELECT count(*) FROM messages WHERE account_id = $1 AND provider_status = 'OPTED_OUT'`, acct)
+	// What the link had taken to mark and submit when the numbers were suppressed still goes:
+	// at 20 a second, half a second's worth (markAheadFor), and what it took meanwhile.
+	if sent := n - opted; opted != c.Failed || sent > goneThen+tps {
+		t.Fatalf("%d sent (%d when every number was suppressed), %d OPTED_OUT, counts %+v; want the rest OPTED_OUT",
+			sent, goneThen, opted, c)
+	}
+	if spent, each := before-w.balance(acct), res.CostCents/n; spent != each*(n-opted) {
+		t.Errorf("spent %d for %d messages sent at %d each; want the OPTED_OUT ones refunded", spent, n-opted, each)
 	}
 }
