@@ -29,7 +29,8 @@ func (j *jobActor) hold(ctx actor.Context) {
 	for n, q := range st.queues {
 		st.queues[n] = keepUnsettled(q)
 	}
-	st.suspects = nil // never unsettled
+	// Suspects are never unsettled: they stay queued in the store too.
+	st.suspects = nil
 	if first { // what the links hold but have not taken comes back (outcomesDurable)
 		for _, n := range carriers.Networks() {
 			ctx.Send(j.e.links[n], &withdrawJob{account: st.job.AccountID, job: ctx.Self()})
