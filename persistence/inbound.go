@@ -135,6 +135,8 @@ func storableText(s string) string {
 // one transaction: the events are never lost nor raised for a change that did not commit.
 // So is the keyword's confirmation (replyToKeyword): an opt-out keyword is answered whether or
 // not the number was suppressed already, an opt-in one when the number is on no list after it.
+// The message stays unsettled until SettleInbound: a redelivery meanwhile reuses it
+// (redelivered).
 func (s *Store) ReceiveInbound(ctx context.Context, in NewInbound) (InboundResult, error) {
 	kw, action := Keyword(in.Text)
 	m := InboundMessage{ID: NewID(), From: in.From, To: in.To, Network: in.Network, Text: storableText(in.Text), Keyword: kw}
@@ -142,6 +144,10 @@ func (s *Store) ReceiveInbound(ctx context.Context, in NewInbound) (InboundResul
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = InboundResult{}
 		m.AccountID = nil
+		if first, again, err := redelivered(ctx, tx, in, m.Text); err != nil || again {
+			out = first
+			return err
+		}
 		var acct uuid.UUID
 		err := tx.QueryRow(ctx, `SELECT account_id FROM inbound_numbers WHERE number = $1`, in.To).Scan(&acct)
 		switch {
@@ -191,7 +197,9 @@ func (s *Store) ReceiveInbound(ctx context.Context, in NewInbound) (InboundResul
 	if err != nil {
 		return InboundResult{}, fmt.Errorf("receive inbound: %w", err)
 	}
-	out.Message = m
+	if out.Message.ID == uuid.Nil { // not a redelivery
+		out.Message = m
+	}
 	return out, nil
 }
 

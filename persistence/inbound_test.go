@@ -91,6 +91,16 @@ func inboundFixture(t *testing.T) (*persistence.Store, string, uuid.UUID) {
 	return st, dbURL, a.ID
 }
 
+// handled receives a message as the inbound handler does: stored, then settled once its
+// tenant holds what it changed.
+func handled(ctx context.Context, st *persistence.Store, in persistence.NewInbound) (persistence.InboundResult, error) {
+	r, err := st.ReceiveInbound(ctx, in)
+	if err != nil {
+		return r, err
+	}
+	return r, st.SettleInbound(ctx, r.Message.ID)
+}
+
 // events are the types of the outbox events written for an account, oldest first.
 func events(t *testing.T, dbURL string, acct uuid.UUID) []string {
 	t.Helper()
@@ -123,7 +133,7 @@ func TestReceiveInboundKeywords(t *testing.T) {
 	ctx := context.Background()
 	const contactNSN, strangerNSN = 712345678, 733000111
 
-	r, err := st.ReceiveInbound(ctx, persistence.NewInbound{From: contactNSN, To: "22384", Network: carriers.Safaricom, Text: "stop please"})
+	r, err := handled(ctx, st, persistence.NewInbound{From: contactNSN, To: "22384", Network: carriers.Safaricom, Text: "stop please"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,28 +150,28 @@ func TestReceiveInboundKeywords(t *testing.T) {
 	}
 
 	// Again: still suppressed, nothing new to report.
-	if r, err := st.ReceiveInbound(ctx, persistence.NewInbound{From: contactNSN, To: "22384", Network: carriers.Safaricom, Text: "STOP"}); err != nil || !r.Suppressed || r.OptedOut != 0 {
+	if r, err := handled(ctx, st, persistence.NewInbound{From: contactNSN, To: "22384", Network: carriers.Safaricom, Text: "STOP"}); err != nil || !r.Suppressed || r.OptedOut != 0 {
 		t.Errorf("STOP again = %+v, %v", r, err)
 	}
 	// A sender with no contact is suppressed all the same.
-	if r, err := st.ReceiveInbound(ctx, persistence.NewInbound{From: strangerNSN, To: "22384", Network: carriers.Airtel, Text: "ACHA"}); err != nil || !r.Suppressed || r.OptedOut != 0 {
+	if r, err := handled(ctx, st, persistence.NewInbound{From: strangerNSN, To: "22384", Network: carriers.Airtel, Text: "ACHA"}); err != nil || !r.Suppressed || r.OptedOut != 0 {
 		t.Errorf("ACHA from a stranger = %+v, %v", r, err)
 	}
 	if nsns, err := st.SuppressedNumbers(ctx, acct); err != nil || len(nsns) != 2 {
 		t.Errorf("suppressed numbers = %v, %v; want 2", nsns, err)
 	}
 
-	if r, err := st.ReceiveInbound(ctx, persistence.NewInbound{From: contactNSN, To: "22384", Network: carriers.Safaricom, Text: "Start"}); err != nil || !r.Lifted {
+	if r, err := handled(ctx, st, persistence.NewInbound{From: contactNSN, To: "22384", Network: carriers.Safaricom, Text: "Start"}); err != nil || !r.Lifted {
 		t.Errorf("START = %+v, %v; want lifted", r, err)
 	}
-	if r, err := st.ReceiveInbound(ctx, persistence.NewInbound{From: contactNSN, To: "22384", Network: carriers.Safaricom, Text: "anza"}); err != nil || r.Lifted {
+	if r, err := handled(ctx, st, persistence.NewInbound{From: contactNSN, To: "22384", Network: carriers.Safaricom, Text: "anza"}); err != nil || r.Lifted {
 		t.Errorf("ANZA with nothing to lift = %+v, %v", r, err)
 	}
 	// The account's own suppression stays whatever the number sends.
 	if _, _, err := st.Suppress(ctx, acct, 722000333, persistence.SuppressedByAPI, "asked by phone"); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := st.ReceiveInbound(ctx, persistence.NewInbound{From: 722000333, To: "22384", Network: carriers.Safaricom, Text: "START"}); err != nil || r.Lifted {
+	if r, err := handled(ctx, st, persistence.NewInbound{From: 722000333, To: "22384", Network: carriers.Safaricom, Text: "START"}); err != nil || r.Lifted {
 		t.Errorf("START over an api suppression = %+v, %v; want nothing lifted", r, err)
 	}
 	if nsns, err := st.SuppressedNumbers(ctx, acct); err != nil || len(nsns) != 2 || nsns[0] != 722000333 || nsns[1] != strangerNSN {
@@ -180,7 +190,7 @@ func TestReceiveInboundKeywords(t *testing.T) {
 func TestReceiveInboundUnroutedAndOddText(t *testing.T) {
 	st, dbURL, acct := inboundFixture(t)
 	ctx := context.Background()
-	r, err := st.ReceiveInbound(ctx, persistence.NewInbound{From: 712000001, To: "99999", Network: carriers.Safaricom, Text: "STOP"})
+	r, err := handled(ctx, st, persistence.NewInbound{From: 712000001, To: "99999", Network: carriers.Safaricom, Text: "STOP"})
 	if err != nil || r.Message.AccountID != nil || r.Suppressed {
 		t.Fatalf("unrouted = %+v, %v", r, err)
 	}
@@ -198,7 +208,7 @@ func TestReceiveInboundUnroutedAndOddText(t *testing.T) {
 		{"bad \xff\xfe bytes", "bad \uFFFD bytes"},
 		{"nul \x00 here", "nul \uFFFD here"},
 	} {
-		r, err := st.ReceiveInbound(ctx, persistence.NewInbound{From: 712000002, To: "22384", Network: carriers.Safaricom, Text: c.in})
+		r, err := handled(ctx, st, persistence.NewInbound{From: 712000002, To: "22384", Network: carriers.Safaricom, Text: c.in})
 		if err != nil || r.Message.Text != c.stored {
 			t.Errorf("receive %.20q = %.40q, %v; want it stored as %.20q", c.in, r.Message.Text, err, c.stored)
 		}
@@ -218,7 +228,7 @@ func TestInboundMessagesList(t *testing.T) {
 	ctx := context.Background()
 	var ids []uuid.UUID
 	for i := range 5 {
-		r, err := st.ReceiveInbound(ctx, persistence.NewInbound{From: uint32(712000010 + i%2), To: "22384", Network: carriers.Safaricom, Text: "hi"})
+		r, err := handled(ctx, st, persistence.NewInbound{From: uint32(712000010 + i%2), To: "22384", Network: carriers.Safaricom, Text: "hi"})
 		if err != nil {
 			t.Fatal(err)
 		}

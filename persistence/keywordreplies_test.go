@@ -41,10 +41,10 @@ func replyFixture(t *testing.T, company, network string) (*persistence.Store, *p
 	return st, conn, a.ID
 }
 
-// receive is a message to 22384 that the store must take.
+// receive is a message to 22384 that the store must take, handled to the end (settled).
 func receive(t *testing.T, st *persistence.Store, from uint32, n carriers.Network, text string) persistence.InboundResult {
 	t.Helper()
-	r, err := st.ReceiveInbound(context.Background(), persistence.NewInbound{From: from, To: "22384", Network: n, Text: text})
+	r, err := handled(context.Background(), st, persistence.NewInbound{From: from, To: "22384", Network: n, Text: text})
 	if err != nil {
 		t.Fatalf("receive %q from %d: %v", text, from, err)
 	}

@@ -32,6 +32,7 @@ type Store interface {
 	AccountByID(ctx context.Context, id uuid.UUID) (persistence.Account, error)
 	AssignInboundNumber(ctx context.Context, accountID uuid.UUID, number string, network carriers.Network) (persistence.InboundNumber, bool, error)
 	ReceiveInbound(ctx context.Context, in persistence.NewInbound) (persistence.InboundResult, error)
+	SettleInbound(ctx context.Context, id uuid.UUID) error
 	InboundMessages(ctx context.Context, accountID uuid.UUID, f persistence.InboundFilter, limit int) ([]persistence.InboundMessage, error)
 }
 
@@ -205,7 +206,8 @@ func newMessageJSON(m persistence.InboundMessage) messageJSON {
 // Receive stores a message sent to an inbound number and acts on its keyword; a suppression
 // it adds or lifts is handed to the account's tenant before Receive returns, and so is the
 // keyword's confirmation, to send. It fails only when the store or the tenant does: any text
-// is taken as it came.
+// is taken as it came. A message stored by a delivery that failed is finished, not stored
+// again, when the network delivers it again.
 func (h *Handler) Receive(ctx context.Context, in persistence.NewInbound) (persistence.InboundResult, error) {
 	r, err := h.store.ReceiveInbound(ctx, in)
 	if err != nil {
@@ -230,6 +232,11 @@ func (h *Handler) Receive(ctx context.Context, in persistence.NewInbound) (persi
 		if err := h.tenants.SuppressionChanged(ctx, *acct, in.From, false); err != nil {
 			return r, fmt.Errorf("tell the tenant of a lifted suppression: %w", err)
 		}
+	}
+	// Until now a failure is answered as one, and the network's redelivery finishes this
+	// message rather than storing another.
+	if err := h.store.SettleInbound(ctx, r.Message.ID); err != nil {
+		return r, err
 	}
 	return r, nil
 }
