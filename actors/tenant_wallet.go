@@ -177,10 +177,38 @@ func (t *tenantActor) nextLowBalanceWrite(ctx actor.Context) {
 		return
 	}
 	w, self, root, id, epoch := t.lowWrites[0], ctx.Self(), t.e.root, t.id, t.epoch
-	t.e.goIO(10*time.Second, func(c context.Context) {
-		if err := w(c); err != nil {
-			t.e.log.Error("low balance notification", slog.String("account_id", id.String()), slog.Any("error", err))
+	t.e.goIO(lowBalanceTries*10*time.Second, func(c context.Context) {
+		// Tried again on an error: both writes are idempotent (they change the flag only from
+		// the other value), and a dropped alert would not come back until the balance
+		// recovered and crossed again.
+		pause := 100 * time.Millisecond
+		for try := 1; ; try++ {
+			err := w(c)
+			if err == nil {
+				break
+			}
+			t.e.log.Error("low balance notification", slog.String("account_id", id.String()), slog.Int("try", try), slog.Any("error", err))
+			if try == lowBalanceTries || !sleepCtx(c, pause) {
+				break
+			}
+			pause *= 4
 		}
 		root.Send(self, &lowBalanceWritten{epoch: epoch})
 	})
+}
+
+// lowBalanceTries is how many times a low-balance flag write is made before it is given up
+// (over about 10 s).
+const lowBalanceTries = 5
+
+// sleepCtx waits d, or less if ctx ends first; it says whether the wait was whole.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
 }

@@ -3,9 +3,12 @@ package actors_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/tuma-sms/tuma/actors"
 	"github.com/tuma-sms/tuma/persistence"
@@ -54,4 +57,36 @@ func TestCreditOfUnknownOutcomeIsReadBack(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// failFirstAlert refuses the first low-balance alert, writing nothing, as a database that
+// is briefly away does.
+type failFirstAlert struct {
+	actors.Store
+	failed atomic.Bool
+}
+
+func (s *failFirstAlert) LowBalanceAlert(ctx context.Context, id uuid.UUID, n persistence.NewNotification) (bool, error) {
+	if s.failed.CompareAndSwap(false, true) {
+		return false, errors.New("connection refused")
+	}
+	return s.Store.LowBalanceAlert(ctx, id, n)
+}
+
+// A low-balance alert whose write failed is written again: the account is told of the
+// crossing, not only of the next one.
+func TestLowBalanceAlertSurvivesAFailedWrite(t *testing.T) {
+	var fail *failFirstAlert
+	w := newWorldWith(t, actors.Options{LowBalanceCents: 1_000_000}, nil, func(w *world) {
+		fail = &failFirstAlert{Store: w.st}
+		w.store = fail
+	})
+	acct := w.account(1_000_030) // one message (50 cents) takes it under
+	if _, err := w.send(acct, recipients(1, 0, 5), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the low_balance notification", func() (bool, string) {
+		n := w.sqlInt(`SELECT count(*) FROM notifications WHERE account_id = $1 AND type = 'low_balance'`, acct)
+		return n == 1 && fail.failed.Load(), fmt.Sprintf("%d notifications, first write failed: %v", n, fail.failed.Load())
+	})
 }
