@@ -247,6 +247,7 @@ var wireErrors = []error{
 	nil, ErrStopping, ErrBusy, persistence.ErrFenced, ErrAllSuppressed, ErrInvalidReference, persistence.ErrNotFound,
 	persistence.ErrInsufficientBalance, persistence.ErrIdempotencyLost, persistence.ErrIdempotencyUsed,
 	persistence.ErrIdempotencyBusy, persistence.ErrInvalidState, persistence.ErrPaymentClosed, errMoved, errBadWire,
+	persistence.ErrDuplicateMessage,
 }
 
 // insufficientCode is an InsufficientBalanceError, with its figures.

@@ -90,3 +90,27 @@ func TestLowBalanceAlertSurvivesAFailedWrite(t *testing.T) {
 		return n == 1 && fail.failed.Load(), fmt.Sprintf("%d notifications, first write failed: %v", n, fail.failed.Load())
 	})
 }
+
+// A send whose message id is taken (an SMPP submit sent again after its first send's answer
+// was lost) is refused ErrDuplicateMessage, charged nothing, and the account's next send goes
+// as usual: the reservation is given back.
+func TestSendOfATakenMessageIDIsRefused(t *testing.T) {
+	w := newWorld(t, actors.Options{}, nil)
+	acct := w.account(1_000)
+	id := persistence.NewID()
+	req := actors.SendRequest{AccountID: acct, Recipients: recipients(1, 0, 3), Message: "hello", Source: "smpp", MessageID: id}
+	first, err := w.eng.Send(context.Background(), req)
+	if err != nil || len(first.MessageIDs) != 1 || first.MessageIDs[0] != id {
+		t.Fatalf("first send = %+v, %v", first, err)
+	}
+	after := w.balance(acct)
+	if _, err := w.eng.Send(context.Background(), req); !errors.Is(err, persistence.ErrDuplicateMessage) {
+		t.Fatalf("the same message id again: %v; want ErrDuplicateMessage", err)
+	}
+	if b := w.balance(acct); b != after {
+		t.Errorf("balance %d after the refused send; want %d", b, after)
+	}
+	if _, err := w.send(acct, recipients(1, 0, 4), "next"); err != nil {
+		t.Errorf("the next send: %v", err)
+	}
+}

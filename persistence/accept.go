@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -17,16 +18,21 @@ import (
 // the database's conditional update is the backstop.
 var ErrInsufficientBalance = errors.New("insufficient balance")
 
+// ErrDuplicateMessage refuses a job whose message id (chosen by the caller: an SMPP submit's)
+// is a message's already: an earlier submit of it was accepted. Nothing is written or debited.
+var ErrDuplicateMessage = errors.New("a message with this id was accepted already")
+
 // AcceptResult is the outcome of one job in AcceptJobs.
 type AcceptResult struct {
-	Err    error // ErrInsufficientBalance, ErrFenced, ErrIdempotencyLost, or nil
+	Err    error // ErrInsufficientBalance, ErrFenced, ErrIdempotencyLost, ErrDuplicateMessage, or nil
 	Wallet WalletSnapshot
 }
 
 // AcceptJobs durably records a group of jobs with their debits, messages, ledger entries and
 // notifications in one transaction (group commit). A job whose account cannot cover its
 // group's debits fails alone with ErrInsufficientBalance, one whose tenant incarnation was
-// replaced (NewJob.Fence no longer its account's epoch) with ErrFenced.
+// replaced (NewJob.Fence no longer its account's epoch) with ErrFenced, one whose message id
+// is taken with ErrDuplicateMessage: never the group.
 //
 // The usual case is one round trip: a pipelined batch is one implicit transaction, and the
 // wallets' CHECK (balance_cents >= 0) makes an overdraft abort it. Only then does the careful
@@ -35,7 +41,7 @@ type AcceptResult struct {
 func (s *Store) AcceptJobs(ctx context.Context, jobs []NewJob) ([]AcceptResult, error) {
 	g := groupDebits(jobs)
 	results, err := s.acceptFast(ctx, jobs, g)
-	if isCheckViolation(err) || isFenced(err) {
+	if isCheckViolation(err) || isFenced(err) || isUniqueViolation(err, "messages_pkey") {
 		return s.acceptCareful(ctx, jobs)
 	}
 	return results, err
@@ -138,6 +144,10 @@ func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob) ([]AcceptResul
 		if err != nil {
 			return err
 		}
+		taken, err := takenMessageIDs(ctx, tx, jobs)
+		if err != nil {
+			return err
+		}
 		var claimed []NewJob
 		for i, j := range jobs {
 			if fenced(live, j.AccountID, j.Fence) {
@@ -146,6 +156,10 @@ func (s *Store) acceptCareful(ctx context.Context, jobs []NewJob) ([]AcceptResul
 			}
 			if j.Idempotency != nil && !held[*j.Idempotency] {
 				results[i].Err = ErrIdempotencyLost
+				continue
+			}
+			if slices.ContainsFunc(j.Inline, func(m NewMessage) bool { return taken[m.ID] }) {
+				results[i].Err = ErrDuplicateMessage
 				continue
 			}
 			claimed = append(claimed, j)
@@ -206,6 +220,29 @@ func jobFences(jobs []NewJob) *fencePairs {
 func isCheckViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23514"
+}
+
+// takenMessageIDs are the ids of the jobs' inline messages that are messages already.
+func takenMessageIDs(ctx context.Context, tx pgx.Tx, jobs []NewJob) (map[uuid.UUID]bool, error) {
+	var ids []uuid.UUID
+	for _, j := range jobs {
+		for _, m := range j.Inline {
+			ids = append(ids, m.ID)
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT id FROM messages WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("taken message ids: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("taken message ids: %w", err)
+	}
+	taken := make(map[uuid.UUID]bool, len(found))
+	for _, id := range found {
+		taken[id] = true
+	}
+	return taken, nil
 }
 
 // isFenced reports a transaction aborted by tuma_fence.

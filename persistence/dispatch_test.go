@@ -64,6 +64,34 @@ func TestAcceptJobsOverdraftFailsOnlyThatAccount(t *testing.T) {
 	}
 }
 
+// A job whose message id is a message's already (an SMPP submit sent again after its first
+// send's answer was lost) fails alone, ErrDuplicateMessage, with nothing debited; the rest of
+// its group commits.
+func TestAcceptJobsDuplicateMessageFailsOnlyThatJob(t *testing.T) {
+	st, _ := pgtest.NewStore(t)
+	ctx := context.Background()
+	a, b := fundedAccount(t, st, 1000), fundedAccount(t, st, 1000)
+	first := job(a, 100)
+	if res, err := st.AcceptJobs(ctx, []persistence.NewJob{first}); err != nil || res[0].Err != nil {
+		t.Fatalf("first accept = %+v, %v", res, err)
+	}
+	again := job(a, 100)
+	again.Inline[0].ID = first.Inline[0].ID
+	res, err := st.AcceptJobs(ctx, []persistence.NewJob{job(b, 100), again, job(b, 200)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res[1].Err, persistence.ErrDuplicateMessage) || res[0].Err != nil || res[2].Err != nil {
+		t.Fatalf("results %+v; want only the repeated message's job refused", res)
+	}
+	if w, _ := st.Wallet(ctx, a); w.BalanceCents != 900 {
+		t.Errorf("the repeating account's balance %d; want 900 (charged once)", w.BalanceCents)
+	}
+	if w, _ := st.Wallet(ctx, b); w.BalanceCents != 700 {
+		t.Errorf("the other account's balance %d; want 700", w.BalanceCents)
+	}
+}
+
 // A job whose Idempotency-Key claim lapsed and was taken over by a retry must not commit: the
 // retry will. The rest of its group commits as usual.
 func TestAcceptJobsFencesOutALapsedClaim(t *testing.T) {

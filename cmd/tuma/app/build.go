@@ -193,7 +193,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 	})
 	if cfg.SMPPServerAddr != "" {
 		a.smppServer, err = smppserver.New(smppserver.Options{Addr: cfg.SMPPServerAddr, TPS: cfg.SMPPServerTPS}, smppserver.Deps{
-			Log: log, Binds: smppBinds{a.store, smppPasswords}, Sender: smppSends{sending},
+			Log: log, Binds: smppBinds{a.store, smppPasswords}, Sender: smppSends{sending, a.store},
 			Receipts: a.store, Registerer: a.registry, Limiter: limiter})
 		if err != nil {
 			return nil, fmt.Errorf("TUMA_SMPP_SERVER_ADDR: %w", err)
