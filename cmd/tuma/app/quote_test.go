@@ -66,6 +66,13 @@ func TestQuote(t *testing.T) {
 		reps[3].(map[string]any)["from"] != "…" || reps[3].(map[string]any)["to"] != "..." {
 		t.Errorf("suggestion = %v; want %q, 1 GSM-7 part, 1.50, ’ “ ” … replaced", s, plain)
 	}
+	// No suggestion a send would refuse: 917 characters and an ellipsis become 920, and
+	// invisible characters alone become nothing.
+	for _, m := range []string{"…" + strings.Repeat("a", 917), "\u200b\u200b"} {
+		if q := n.quoteOf(a, map[string]any{"recipients": three, "message": m}); q["encoding"] != "ucs2" || q["suggestion"] != nil {
+			t.Errorf("quote of %.12q… = %v; want ucs2 and no suggestion", m, q)
+		}
+	}
 	if jobs := n.sqlInt(`SELECT count(*) FROM jobs`); jobs != 0 || n.balance(a) != 10 {
 		t.Fatalf("quotes wrote %d jobs, balance %v; want nothing written", jobs, n.balance(a))
 	}

@@ -3,6 +3,7 @@ package sms
 import (
 	"context"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -92,8 +93,11 @@ func (h *Handler) Quote(ctx context.Context, p auth.Principal, in SendInput) (Qu
 	return out, nil
 }
 
+// newSuggestion is the quote's suggestion, or nil when its message is not one a send takes:
+// empty (the message was only invisible characters) or over 918 characters (each "…" became
+// "...").
 func newSuggestion(s *actors.QuoteSuggestion) *Suggestion {
-	if s == nil {
+	if s == nil || s.Message == "" || utf8.RuneCountInString(s.Message) > maxMessageRunes {
 		return nil
 	}
 	out := &Suggestion{Replacements: make([]Replacement, len(s.Replacements)), Message: s.Message,
