@@ -51,10 +51,15 @@ type Op struct {
 	Scope        uuid.UUID // the account the key belongs to
 	Namespace    string    // keeps operators' keys apart from the tenant's own ("admin:")
 	FromResource func(ctx context.Context, scope, resource uuid.UUID) (any, error)
+	// Wait: a request whose key's first request is still running waits for its outcome (a
+	// dashboard form sent twice). Otherwise it is 409 idempotency_key_in_use at once, as the
+	// API promises (CONTRACT §1).
+	Wait bool
 }
 
 // Run runs a POST that honours Idempotency-Key. A replay of a completed request answers as
-// the first time did and runs nothing; a retry of one still running waits for its outcome.
+// the first time did and runs nothing; a retry of one still running is 409 (or, with
+// Op.Wait, waits for its outcome).
 // run completes the key in the transaction that makes its effect durable (key is nil without
 // the header). When run fails, the key is given back only if the failure provably wrote
 // nothing (see wroteNothing): after a timeout the effect may still commit, so the key stays
@@ -103,7 +108,7 @@ func (k *Keys) Do(ctx context.Context, op Op, key string, fingerprint []byte, ru
 	if key == "" || len(key) > maxIdempotencyKey || !utf8.ValidString(key) {
 		return nil, NewProblem("invalid_idempotency_key", "Idempotency-Key must be at most 255 characters of UTF-8 text")
 	}
-	claimed, stored, err := k.claim(ctx, persistence.IdempotencyKey{AccountID: op.Scope, Key: op.Namespace + key}, fingerprint)
+	claimed, stored, err := k.claim(ctx, persistence.IdempotencyKey{AccountID: op.Scope, Key: op.Namespace + key}, fingerprint, op.Wait)
 	if err != nil {
 		return nil, err
 	}
@@ -141,17 +146,17 @@ func wroteNothing(err error) bool {
 }
 
 // claim takes the key for this request, or returns the stored response of an earlier
-// identical request. While that request is still running, claim waits for its outcome
-// (polling, within this request's deadline).
-func (k *Keys) claim(ctx context.Context, key persistence.IdempotencyKey, fingerprint []byte) (persistence.IdempotencyKey, *persistence.StoredResponse, error) {
-	wait := 20 * time.Millisecond
+// identical request. While that request is still running, claim answers ErrIdempotencyBusy,
+// or with wait, waits for its outcome (polling, within this request's deadline).
+func (k *Keys) claim(ctx context.Context, key persistence.IdempotencyKey, fingerprint []byte, wait bool) (persistence.IdempotencyKey, *persistence.StoredResponse, error) {
+	pause := 20 * time.Millisecond
 	for {
 		claimed, stored, err := k.store.ClaimIdempotencyKey(ctx, key, fingerprint, k.lease)
-		if errors.Is(err, persistence.ErrIdempotencyBusy) {
-			if dl, ok := ctx.Deadline(); ok && time.Until(dl) > wait+time.Second {
+		if wait && errors.Is(err, persistence.ErrIdempotencyBusy) {
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) > pause+time.Second {
 				select {
-				case <-time.After(wait):
-					wait = min(2*wait, 500*time.Millisecond)
+				case <-time.After(pause):
+					pause = min(2*pause, 500*time.Millisecond)
 					continue
 				case <-ctx.Done():
 				}

@@ -42,7 +42,7 @@ func (h *Handler) Create(ctx context.Context, accountID uuid.UUID, in Input, key
 	}
 	op := api.Op{Scope: accountID, Namespace: formKeys, FromResource: func(ctx context.Context, acct, id uuid.UUID) (any, error) {
 		return h.store.Campaign(ctx, acct, id)
-	}}
+	}, Wait: true}
 	r, err := h.keys.Do(ctx, op, key, in.fingerprint(), create)
 	if r == nil || err != nil {
 		return c, r != nil, err

@@ -71,7 +71,7 @@ func (h *Handler) SendOnce(ctx context.Context, p auth.Principal, in SendInput, 
 		a, err = h.Send(ctx, p, in, nil)
 		return a, false, err
 	}
-	op := api.Op{Scope: p.AccountID, Namespace: formKeys, FromResource: h.replaySend}
+	op := api.Op{Scope: p.AccountID, Namespace: formKeys, FromResource: h.replaySend, Wait: true}
 	r, err := h.keys.Do(ctx, op, key, in.fingerprint(), func(k *persistence.IdempotencyKey) error {
 		var err error
 		a, err = h.Send(ctx, p, in, k)
