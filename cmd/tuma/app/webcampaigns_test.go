@@ -99,7 +99,7 @@ func TestDashboardCampaignsCreateOncePreviewAndCancel(t *testing.T) {
 	n.campaignDone(a, first)
 	detail := p.get("/app/campaigns/" + first)
 	for _, want := range []string{"&lt;img src=x onerror=alert(1)&gt; promo", "Completed", "2 delivered, 0 failed, 0 pending, of 2", "100.0%",
-		"KES 1.00", "/app/messages?campaign=" + first, "VIP &lt;b&gt;"} {
+		"KES 1.00", "/app/messages?campaign_id=" + first, "VIP &lt;b&gt;"} {
 		if !strings.Contains(detail.Body, want) {
 			t.Errorf("the campaign's page does not show %q", want)
 		}
@@ -146,6 +146,13 @@ func TestDashboardCampaignsCreateOncePreviewAndCancel(t *testing.T) {
 	// Cancelled already: said on the page (409), nothing changes.
 	if r := p.post("/app/campaigns/"+sched, "/app/campaigns/"+sched+"/cancel", nil); r.Status != http.StatusConflict || !strings.Contains(r.Body, `role="alert"`) {
 		t.Errorf("cancel twice = %d:\n%.2000s", r.Status, r.Body)
+	}
+
+	// The first campaign's messages' link lists its messages, not the account's others.
+	n.sendJob(a, map[string]any{"recipients": []string{"0712000099"}, "message": "unrelated"}, 0.5)
+	if list := p.get("/app/messages?campaign_id=" + first); list.Status != http.StatusOK || strings.Contains(list.Body, "254712000099") ||
+		!strings.Contains(list.Body, "2 messages") {
+		t.Errorf("the campaign's messages = %d, lists another send's: %v:\n%.3000s", list.Status, strings.Contains(list.Body, "254712000099"), list.Body)
 	}
 }
 

@@ -34,7 +34,7 @@ func (p *Pages) campaignOf(ctx context.Context, rc *fasthttp.RequestCtx) (persis
 }
 
 func (p *Pages) detailOf(ctx context.Context, rc *fasthttp.RequestCtx, c persistence.Campaign) (detailData, error) {
-	d := detailData{Row: newRow(c), Messages: "/app/messages?campaign=" + c.ID.String(), Poll: pollEvery}
+	d := detailData{Row: newRow(c), Messages: "/app/messages?campaign_id=" + c.ID.String(), Poll: pollEvery}
 	if c.SenderID != nil {
 		list, err := p.Store.SenderIDs(ctx, web.AccountID(rc))
 		if err != nil {
