@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tuma-sms/tuma/transport/strictjson"
 )
 
 // FieldErrors collects validation failures in the order the fields were checked.
@@ -45,8 +47,8 @@ func CheckText(fe *FieldErrors, field, v string, minLen, maxLen int) string {
 	v = strings.TrimSpace(v)
 	n := utf8.RuneCountInString(v)
 	switch {
-	case !utf8.ValidString(v):
-		fe.Add(field, "must be valid UTF-8")
+	case !strictjson.Storable(v):
+		fe.Add(field, "must be UTF-8 text without NUL characters")
 	case n < minLen && minLen == 1:
 		fe.Add(field, "is required")
 	case n < minLen:

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/base64"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -34,6 +36,9 @@ func (s *Site) admit(ctx context.Context, rc *fasthttp.RequestCtx, acc api.Acces
 		if changesState(rc) && !s.preSessionTokenOK(rc) {
 			return auth.Principal{}, csrfRefused()
 		}
+		if changesState(rc) && !storableForm(rc) {
+			return auth.Principal{}, unstorableForm()
+		}
 		return auth.Principal{}, nil
 	}
 	ws, err := s.session(ctx, rc)
@@ -58,6 +63,9 @@ func (s *Site) admit(ctx context.Context, rc *fasthttp.RequestCtx, acc api.Acces
 			rc.SetUserValue(tokenInBodyKey, true)
 		} else if !tokenMatches(submittedToken(rc), ws.CSRF) {
 			return auth.Principal{}, csrfRefused()
+		}
+		if !streamed && !storableForm(rc) {
+			return auth.Principal{}, unstorableForm()
 		}
 	}
 	if err := s.touch(ctx, ws); err != nil {
@@ -169,6 +177,25 @@ func (s *Site) preSessionToken(rc *fasthttp.RequestCtx) (string, error) {
 func csrfRefused() *api.Problem {
 	return pageProblem(http.StatusForbidden, "csrf_failed",
 		"This form has expired or did not come from this site, so nothing was changed. Go back, reload the page and try again.")
+}
+
+// storableForm reports whether every field of a posted form is text PostgreSQL can store:
+// UTF-8 without NUL. The API's JSON decoder refuses the rest before any handler; a form's
+// fields reach the handlers raw, and a NUL in one was a 500 from the database.
+func storableForm(rc *fasthttp.RequestCtx) bool {
+	ok := true
+	rc.PostArgs().VisitAll(func(k, v []byte) {
+		ok = ok && storable(k) && storable(v)
+	})
+	return ok
+}
+
+func storable(b []byte) bool { return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 }
+
+func unstorableForm() *api.Problem {
+	return pageProblem(http.StatusUnprocessableEntity, "validation_failed",
+		"The form holds characters that cannot be saved (a NUL character, or bytes that are not UTF-8 text), so nothing "+
+			"was changed. Go back, retype the text and try again.")
 }
 
 // pageProblem is a problem only pages show (the API's catalogue is for the API).

@@ -256,3 +256,46 @@ func TestDashboardHeadersAndWeight(t *testing.T) {
 		t.Errorf("GET / = %d → %q; want 303 /app/", r.Status, r.Header.Get("Location"))
 	}
 }
+
+// A form field with a NUL or bytes that are not UTF-8 is refused with a message on the page
+// (422), and changes nothing, on public forms as on signed-in ones; before, PostgreSQL
+// refused it and the page was a 500.
+func TestDashboardRefusesTextThatCannotBeStored(t *testing.T) {
+	n := startNode(t, fastSims)
+	a := n.register("nul@example.com")
+	n.credit(a, "100")
+	g := n.group(a, "G")
+	n.contact(a, g, "0712000001", "Jo", "")
+	signup := func(email, name string) url.Values {
+		return url.Values{"email": {email}, "password": {"Secret123"}, "full_name": {name}, "company_name": {"Acme"},
+			"phone": {"0712345678"}, "business_type": {"retail"}, "country": {"KE"}}
+	}
+	pub := n.pages(t)
+	for _, bad := range []string{"J\x00", "J\xff"} {
+		if r := pub.post("/app/signup", "/app/signup", signup("new@example.com", bad)); r.Status != http.StatusUnprocessableEntity ||
+			!strings.Contains(r.Body, "cannot be saved") {
+			t.Errorf("sign-up with %q = %d:\n%.2000s", bad, r.Status, r.Body)
+		}
+	}
+	if c := n.sqlInt(`SELECT count(*) FROM accounts WHERE email = 'new@example.com'`); c != 0 {
+		t.Errorf("%d accounts made by refused sign-ups", c)
+	}
+	p := n.pages(t)
+	p.signIn(a)
+	for _, bad := range []string{"x\x00y", "x\xffy"} {
+		for _, r := range []page{
+			p.post("/app/campaigns/new", "/app/campaigns", campaignForm(bad, g, "Hi", "k-"+url.QueryEscape(bad))),
+			p.post("/app/senders", "/app/senders", url.Values{"name": {"ACME"}, "network": {"safaricom"}, "purpose": {bad}}),
+			p.post("/app/contacts/suppressions", "/app/contacts/suppressions", url.Values{"phone": {"0712000444"}, "reason": {bad}}),
+		} {
+			if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "cannot be saved") {
+				t.Errorf("a form with %q = %d:\n%.2000s", bad, r.Status, r.Body)
+			}
+		}
+	}
+	for _, q := range []string{`SELECT count(*) FROM campaigns`, `SELECT count(*) FROM sender_ids`, `SELECT count(*) FROM suppressions`} {
+		if c := n.sqlInt(q); c != 0 {
+			t.Errorf("%s = %d after refused forms; want 0", q, c)
+		}
+	}
+}
