@@ -139,6 +139,19 @@ func (r *Reassembler) remember(k moKey, now time.Time) {
 	r.recent[k] = now
 }
 
+// Forget drops a completed message from the ones remembered (recent): a part with its key
+// is then the start of a new message. An ESME's submits need it: their 8-bit references
+// repeat (some clients always use the same one), and a new long message must never be taken
+// for a resend of the last and answered without being sent.
+func (r *Reassembler) Forget(a *Assembly) {
+	if a == nil || a.p == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.recent, a.p.key)
+}
+
 // Undo puts back the parts of a message whose handing on failed, all but the one that
 // completed it; a message of one part holds nothing.
 func (r *Reassembler) Undo(a *Assembly) {

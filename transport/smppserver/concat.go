@@ -66,9 +66,14 @@ func joinReceipts(a, b persistence.ReceiptMode) persistence.ReceiptMode {
 	return persistence.ReceiptNone
 }
 
-// partKey names a part's message: its addresses, reference and size.
+// partKey names a part's message: its addresses, reference and size, read where the text is
+// (message_payload when it carries the header; readSubmit has checked the segment).
 func partKey(p *smpp.PDU) string {
-	seg, _ := smpp.ReadSegment(p)
+	q := *p
+	if payload, ok := p.TLV(smpp.TagMessagePayload); ok {
+		q.ShortMessage = payload
+	}
+	seg, _ := smpp.ReadSegment(&q)
 	return fmt.Sprintf("%s\x00%s\x00%d\x00%d", p.Source, p.Dest, seg.Ref, seg.Total)
 }
 
@@ -132,6 +137,7 @@ func (ss *session) join(p *smpp.PDU) (joined, smpp.Status) {
 		return joined{held: true, id: id, key: key}, smpp.StatusOK
 	}
 	ss.ids.done(key)
+	ss.parts.Forget(a) // the same reference again is a new message, not a resend
 	return joined{sub: Submit{To: a.MO.Dest, From: a.MO.Source, Text: a.MO.Text, MessageID: id, Receipt: receipt}, a: a, id: id, key: key},
 		smpp.StatusOK
 }

@@ -78,3 +78,57 @@ func TestConcatenatedSendFailsThenResent(t *testing.T) {
 		t.Errorf("after unbind, sent %+v; want the one message only", got)
 	}
 }
+
+// A new long message with the reference, addresses and size of one just sent is a new
+// message, sent in its turn: 8-bit references repeat (some clients always use the same one),
+// and it was answered ESME_ROK part by part and never sent.
+func TestConcatenatedReferenceUsedAgainIsANewMessage(t *testing.T) {
+	f := &flakySender{}
+	nc := bound(t, startWith(t, Options{}, f))
+	seq := uint32(1)
+	for _, text := range []string{"first ", "second "} {
+		for part := byte(1); part <= 3; part++ {
+			seq++
+			write(t, nc, udhPart(seq, 7, part, text))
+			if r := readPDU(t, nc); r == nil || r.Status != smpp.StatusOK {
+				t.Fatalf("part %d of %q answered %+v", part, text, r)
+			}
+		}
+	}
+	if got := f.submits(); len(got) != 2 || got[0].Text != "first first first " || got[1].Text != "second second second " {
+		t.Fatalf("sent %+v; want both messages", got)
+	}
+}
+
+// Two long messages whose headers come in message_payload are told apart: each part is
+// answered with its own message's id, and each message is sent under it.
+func TestConcatenatedHeaderInPayload(t *testing.T) {
+	f := &flakySender{}
+	nc := bound(t, startWith(t, Options{}, f))
+	part := func(seq uint32, ref, n byte, text string) *smpp.PDU {
+		return &smpp.PDU{Header: smpp.Header{ID: smpp.SubmitSM, Seq: seq}, Source: "S", Dest: "0712345678", ESMClass: smpp.ESMClassUDHI,
+			TLVs: []smpp.TLV{{Tag: smpp.TagMessagePayload, Value: append([]byte{5, 0, 3, ref, 2, n}, text...)}}}
+	}
+	ids := map[string]string{}
+	for i, p := range []*smpp.PDU{part(2, 1, 1, "A1"), part(3, 2, 1, "B1")} {
+		write(t, nc, p)
+		r := readPDU(t, nc)
+		if r == nil || r.Status != smpp.StatusOK {
+			t.Fatalf("first part %d answered %+v", i, r)
+		}
+		ids[string(rune('A'+i))] = r.MessageID
+	}
+	if ids["A"] == ids["B"] {
+		t.Fatalf("both messages' first parts answered %s", ids["A"])
+	}
+	for _, p := range []*smpp.PDU{part(4, 1, 2, "A2"), part(5, 2, 2, "B2")} {
+		write(t, nc, p)
+		if r := readPDU(t, nc); r == nil || r.Status != smpp.StatusOK {
+			t.Fatalf("last part answered %+v", r)
+		}
+	}
+	got := f.submits()
+	if len(got) != 2 || got[0].Text != "A1A2" || got[0].MessageID.String() != ids["A"] || got[1].Text != "B1B2" || got[1].MessageID.String() != ids["B"] {
+		t.Fatalf("sent %+v; want A1A2 as %s and B1B2 as %s", got, ids["A"], ids["B"])
+	}
+}
