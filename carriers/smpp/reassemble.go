@@ -6,6 +6,7 @@ package smpp
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -137,6 +138,25 @@ func (r *Reassembler) remember(k moKey, now time.Time) {
 		}
 	}
 	r.recent[k] = now
+}
+
+// StrictText is a completed message's text decoded as one submit_sm's would be (DecodeText):
+// an error when a part's data_coding differs from the first's or the joined octets are not
+// text in it. MO.Text, for messages from phones, never fails: it marks what it cannot read.
+func (a *Assembly) StrictText() (string, error) {
+	if a == nil || a.p == nil {
+		return "", fmt.Errorf("not a joined message: %w", ErrMalformed)
+	}
+	m := a.p
+	var body []byte
+	for seq := 1; seq <= m.key.total; seq++ {
+		pt, ok := m.parts[seq]
+		if !ok || pt.coding != m.first.DataCoding {
+			return "", fmt.Errorf("part %d of %d: missing or in another data_coding: %w", seq, m.key.total, ErrMalformed)
+		}
+		body = append(body, pt.body...)
+	}
+	return DecodeText(m.first.DataCoding, body)
 }
 
 // Forget drops a completed message from the ones remembered (recent): a part with its key

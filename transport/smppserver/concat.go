@@ -138,7 +138,11 @@ func (ss *session) join(p *smpp.PDU) (joined, smpp.Status) {
 	}
 	ss.ids.done(key)
 	ss.parts.Forget(a) // the same reference again is a new message, not a resend
-	return joined{sub: Submit{To: a.MO.Dest, From: a.MO.Source, Text: a.MO.Text, MessageID: id, Receipt: receipt}, a: a, id: id, key: key},
+	text, err := a.StrictText()
+	if err != nil { // refused as one submit_sm of that text would be; its parts go with it
+		return joined{}, StatusInvDCS
+	}
+	return joined{sub: Submit{To: a.MO.Dest, From: a.MO.Source, Text: text, MessageID: id, Receipt: receipt}, a: a, id: id, key: key},
 		smpp.StatusOK
 }
 

@@ -132,3 +132,39 @@ func TestConcatenatedHeaderInPayload(t *testing.T) {
 		t.Fatalf("sent %+v; want A1A2 as %s and B1B2 as %s", got, ids["A"], ids["B"])
 	}
 }
+
+// A long message's parts are held to the rules of a single submit_sm's text: a part that is
+// no text in its data_coding is refused (0x104) when it comes, and a message whose parts
+// differ in data_coding is refused when it completes; nothing of either is sent. Before, the
+// joined text took U+FFFD, went as UCS-2 and was billed about twice.
+func TestConcatenatedTextIsChecked(t *testing.T) {
+	f := &flakySender{}
+	nc := bound(t, startWith(t, Options{}, f))
+	call := func(p *smpp.PDU) smpp.Status {
+		t.Helper()
+		write(t, nc, p)
+		r := readPDU(t, nc)
+		if r == nil || r.Seq != p.Seq {
+			t.Fatalf("seq %d answered %+v", p.Seq, r)
+		}
+		return r.Status
+	}
+	if st := call(udhPart(2, 1, 1, "caf\x80")); st != StatusInvDCS {
+		t.Errorf("a GSM part with an octet over 0x7F = %s; want 0x104", st)
+	}
+	odd := udhPart(3, 2, 1, "abc")
+	odd.DataCoding = smpp.CodingUCS2
+	if st := call(odd); st != StatusInvDCS {
+		t.Errorf("a UCS-2 part of odd length = %s; want 0x104", st)
+	}
+	call(udhPart(4, 3, 1, "ab"))
+	call(udhPart(5, 3, 2, "cd"))
+	mixed := udhPart(6, 3, 3, "\x00e")
+	mixed.DataCoding = smpp.CodingUCS2
+	if st := call(mixed); st != StatusInvDCS {
+		t.Errorf("a part in another data_coding completing its message = %s; want 0x104", st)
+	}
+	if got := f.submits(); len(got) != 0 {
+		t.Errorf("sent %+v; want nothing", got)
+	}
+}

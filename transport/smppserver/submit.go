@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/tuma-sms/tuma/actors"
@@ -97,8 +98,12 @@ func readSubmit(p *smpp.PDU) (sub Submit, part bool, st smpp.Status) {
 		return Submit{}, false, StatusInvDCS
 	}
 	if seg.Concatenated && seg.Total > 1 {
-		if len(seg.Body) == 0 {
+		switch {
+		case len(seg.Body) == 0:
 			return Submit{}, false, smpp.StatusInvMsgLen
+		case p.DataCoding == smpp.CodingDefault && slices.ContainsFunc(seg.Body, func(c byte) bool { return c >= 0x80 }),
+			p.DataCoding == smpp.CodingUCS2 && len(seg.Body)%2 != 0:
+			return Submit{}, false, StatusInvDCS // no text in its coding, whatever the other parts hold
 		}
 		return Submit{}, true, smpp.StatusOK
 	}
