@@ -1,6 +1,6 @@
 // Concatenated submits: the parts of a long message (UDH IE 0x00 or 0x08, or the SAR TLVs)
-// are held per bind by carriers/smpp's Reassembler, the one that joins mobile-originated
-// parts, and sent as one message when the last comes.
+// are held per account, whichever of its binds they come on, by carriers/smpp's Reassembler
+// (the one that joins mobile-originated parts), and sent as one message when the last comes.
 
 package smppserver
 
@@ -16,16 +16,32 @@ import (
 	"github.com/tuma-sms/tuma/persistence"
 )
 
-// Bounds on the parts a bind holds.
+// Bounds on the parts an account's binds hold.
 const (
-	// PartsWait is how long the first part of a message waits for the others. ESMEs send a
-	// message's parts back to back; one still incomplete past the wait is dropped (logged),
-	// never sent in pieces.
+	// PartsWait is how long the first part of a message waits for the others, on any of the
+	// account's binds and after the last of them ends (an ESME reconnecting resends only what
+	// was not answered). One still incomplete past the wait is dropped (logged), never sent in
+	// pieces.
 	PartsWait = 2 * time.Minute
-	// MaxParts bounds the parts a bind holds (each ≤ 254 octets: about 256 KB). A part that
-	// meets the bound is answered ESME_RMSGQFUL and the oldest message waiting is dropped.
+	// MaxParts bounds the parts an account holds (each ≤ 254 octets: about 256 KB). A part
+	// that meets the bound is answered ESME_RMSGQFUL and the oldest message waiting is dropped.
 	MaxParts = 1024
 )
+
+// longMessages are the long messages an account's binds are sending: an ESME may spread a
+// message's parts over its binds, or send an unanswered part again on a new one.
+type longMessages struct {
+	mu    sync.Mutex // a part's join whole: its hold and its message's id
+	parts *smpp.Reassembler
+	ids   messageIDs
+	// Under the server's mu: the account's binds, and when the last ended.
+	binds int
+	idle  time.Time
+}
+
+func newLongMessages() *longMessages {
+	return &longMessages{parts: smpp.NewReassembler(PartsWait, MaxParts)}
+}
 
 // joined is a part's place in its message: whole (the completing part, with the message to
 // send) or held.
@@ -125,19 +141,22 @@ func (m *messageIDs) expire(cutoff time.Time) {
 // join holds a part of a concatenated submit; the part that completes its message returns
 // the message whole.
 func (ss *session) join(p *smpp.PDU) (joined, smpp.Status) {
+	lm := ss.long
+	lm.mu.Lock()
+	defer lm.mu.Unlock()
 	now := time.Now()
-	ss.dropExpired(now)
-	a, err := ss.parts.Add(p, now)
+	ss.s.dropExpired(lm, ss.bind.AccountID, now)
+	a, err := lm.parts.Add(p, now)
 	if err != nil { // the bound is met: the ESME resends the part later
 		return joined{}, smpp.StatusMsgQFul
 	}
 	key := partKey(p)
-	id, receipt := ss.ids.of(key, receiptOf(p.RegisteredDelivery), now)
+	id, receipt := lm.ids.of(key, receiptOf(p.RegisteredDelivery), now)
 	if a == nil {
 		return joined{held: true, id: id, key: key}, smpp.StatusOK
 	}
-	ss.ids.done(key)
-	ss.parts.Forget(a) // the same reference again is a new message, not a resend
+	lm.ids.done(key)
+	lm.parts.Forget(a) // the same reference again is a new message, not a resend
 	text, err := a.StrictText()
 	if err != nil { // refused as one submit_sm of that text would be; its parts go with it
 		return joined{}, StatusInvDCS
@@ -150,17 +169,55 @@ func (ss *session) join(p *smpp.PDU) (joined, smpp.Status) {
 // ESME's resend of that part completes it again.
 func (ss *session) unjoin(j joined) {
 	if j.a != nil {
-		ss.parts.Undo(j.a)
-		ss.ids.keep(j.key, j.id, j.sub.Receipt, time.Now()) // its held parts were answered with this id
+		lm := ss.long
+		lm.mu.Lock()
+		defer lm.mu.Unlock()
+		lm.parts.Undo(j.a)
+		lm.ids.keep(j.key, j.id, j.sub.Receipt, time.Now()) // its held parts were answered with this id
 	}
 }
 
-// dropExpired drops the messages whose wait is over, or that the bound pushed out.
-func (ss *session) dropExpired(now time.Time) {
-	ss.ids.expire(now.Add(-PartsWait))
-	for _, a := range ss.parts.Due(now) {
-		ss.s.log.Warn("smpp server: incomplete concatenated message dropped",
-			slog.String("account", ss.bind.AccountID.String()), slog.String("destination", a.MO.Dest),
+// dropExpired drops an account's messages whose wait is over, or that the bound pushed out.
+// lm.mu is held.
+func (s *Server) dropExpired(lm *longMessages, account uuid.UUID, now time.Time) {
+	lm.ids.expire(now.Add(-PartsWait))
+	for _, a := range lm.parts.Due(now) {
+		s.log.Warn("smpp server: incomplete concatenated message dropped",
+			slog.String("account", account.String()), slog.String("destination", a.MO.Dest),
 			slog.Int("parts", a.MO.Parts), slog.Int("total", a.MO.Total))
+	}
+}
+
+// longFor is the account's long messages, for a bind that begins; the accounts whose binds
+// all ended more than PartsWait ago are let go.
+func (s *Server) longFor(account uuid.UUID) *longMessages {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for a, lm := range s.long {
+		if lm.binds == 0 && now.Sub(lm.idle) > PartsWait {
+			delete(s.long, a)
+			lm.mu.Lock()
+			s.dropExpired(lm, a, now.Add(PartsWait)) // logs what it held
+			lm.mu.Unlock()
+		}
+	}
+	lm := s.long[account]
+	if lm == nil {
+		lm = newLongMessages()
+		s.long[account] = lm
+	}
+	lm.binds++
+	return lm
+}
+
+// leaveLong is a bind of the account ending: its held parts wait PartsWait for another.
+func (s *Server) leaveLong(account uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lm := s.long[account]; lm != nil {
+		if lm.binds--; lm.binds <= 0 {
+			lm.binds, lm.idle = 0, time.Now()
+		}
 	}
 }

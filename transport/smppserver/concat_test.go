@@ -2,6 +2,7 @@ package smppserver
 
 import (
 	"context"
+	"net"
 	"sync"
 	"testing"
 
@@ -166,5 +167,41 @@ func TestConcatenatedTextIsChecked(t *testing.T) {
 	}
 	if got := f.submits(); len(got) != 0 {
 		t.Errorf("sent %+v; want nothing", got)
+	}
+}
+
+// A long message's parts are joined per account, whichever bind each comes on: spread over
+// two binds, or with its last part sent again on a new bind after the first one ended, it is
+// sent once, whole, under the id its first part was answered with. Before, each bind held its
+// own parts: every part was answered ESME_ROK and nothing was sent.
+func TestConcatenatedAcrossBinds(t *testing.T) {
+	f := &flakySender{}
+	s := startWith(t, Options{}, f)
+	a, b := boundAs(t, s, "acme"), boundAs(t, s, "acme")
+	answer := func(nc net.Conn, p *smpp.PDU) *smpp.PDU {
+		t.Helper()
+		write(t, nc, p)
+		r := readPDU(t, nc)
+		if r == nil || r.Status != smpp.StatusOK {
+			t.Fatalf("part seq %d answered %+v", p.Seq, r)
+		}
+		return r
+	}
+	first := answer(a, udhPart(2, 4, 1, "one "))
+	answer(b, udhPart(2, 4, 2, "two "))
+	answer(a, udhPart(3, 4, 3, "three"))
+	if got := f.submits(); len(got) != 1 || got[0].Text != "one two three" || got[0].MessageID.String() != first.MessageID {
+		t.Fatalf("sent %+v; want one message, as %s", got, first.MessageID)
+	}
+
+	answer(a, udhPart(4, 5, 1, "x"))
+	answer(a, udhPart(5, 5, 2, "y"))
+	write(t, a, &smpp.PDU{Header: smpp.Header{ID: smpp.Unbind, Seq: 6}})
+	if r := readPDU(t, a); r == nil || r.ID != smpp.UnbindResp {
+		t.Fatalf("unbind = %+v", r)
+	}
+	answer(boundAs(t, s, "acme"), udhPart(2, 5, 3, "z")) // reconnected
+	if got := f.submits(); len(got) != 2 || got[1].Text != "xyz" {
+		t.Fatalf("sent %+v; want the second message after the reconnect", got)
 	}
 }

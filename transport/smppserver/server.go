@@ -109,6 +109,7 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[*session]struct{}
 	binds    map[uuid.UUID]int // live binds by credential
+	long     map[uuid.UUID]*longMessages
 	closed   bool
 
 	quit chan struct{} // closed by Shutdown: the receipts' goroutine ends
@@ -140,7 +141,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("smpp server: listen on %s: %w", opts.Addr, err)
 	}
 	return &Server{opts: opts, deps: deps, log: deps.Log, ln: ln, m: newMetrics(deps.Registerer), tps: newThrottle(opts.TPS, deps.Limiter), sessions: map[*session]struct{}{},
-		binds: map[uuid.UUID]int{}, quit: make(chan struct{}), wake: make(chan struct{}, 1)}, nil
+		binds: map[uuid.UUID]int{}, long: map[uuid.UUID]*longMessages{}, quit: make(chan struct{}), wake: make(chan struct{}, 1)}, nil
 }
 
 // Addr is where the server listens.

@@ -18,11 +18,17 @@ import (
 // anyBind binds every system_id with the password "pw".
 type anyBind struct{}
 
-func (anyBind) VerifySMPPCredential(_ context.Context, _, password string) (persistence.SMPPBind, error) {
+// VerifySMPPCredential takes password pw. system_id x binds a new account each time; any
+// other names one account, the same on every bind.
+func (anyBind) VerifySMPPCredential(_ context.Context, systemID, password string) (persistence.SMPPBind, error) {
 	if password != "pw" {
 		return persistence.SMPPBind{}, persistence.ErrSMPPBindRefused
 	}
-	return persistence.SMPPBind{CredentialID: uuid.New(), AccountID: uuid.New(), MaxBinds: 4}, nil
+	acct := uuid.New()
+	if systemID != "x" {
+		acct = uuid.NewSHA1(uuid.NameSpaceOID, []byte(systemID))
+	}
+	return persistence.SMPPBind{CredentialID: uuid.New(), AccountID: acct, MaxBinds: 4}, nil
 }
 
 func (anyBind) SMPPBound(context.Context, uuid.UUID) error { return nil }
@@ -59,11 +65,17 @@ func startWith(t testing.TB, opts Options, sender Sender) *Server {
 	return s
 }
 
-// bound dials s and binds a transceiver.
+// bound dials s and binds a transceiver of an account of its own.
 func bound(t *testing.T, s *Server) net.Conn {
 	t.Helper()
+	return boundAs(t, s, "x")
+}
+
+// boundAs dials s and binds a transceiver as systemID (anyBind).
+func boundAs(t *testing.T, s *Server, systemID string) net.Conn {
+	t.Helper()
 	nc := dial(t, s)
-	write(t, nc, &smpp.PDU{Header: smpp.Header{ID: smpp.BindTransceiver, Seq: 1}, SystemID: "x", Password: "pw"})
+	write(t, nc, &smpp.PDU{Header: smpp.Header{ID: smpp.BindTransceiver, Seq: 1}, SystemID: systemID, Password: "pw"})
 	if r := readPDU(t, nc); r == nil || r.Status != smpp.StatusOK {
 		t.Fatalf("bind = %+v", r)
 	}

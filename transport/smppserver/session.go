@@ -23,16 +23,15 @@ type session struct {
 	c      *smpp.Conn
 	peer   netip.Addr
 	window chan struct{}
-	subs   sync.WaitGroup    // submits in flight
-	quit   atomic.Bool       // the server is shutting down
-	parts  *smpp.Reassembler // concatenated submits' parts (concat.go)
-	ids    messageIDs        // and the ids of their messages
-	rx     atomic.Bool       // bound as a receiver or transceiver, its bind_resp sent: receipts go here
-	out    outbound          // the server's own requests: deliver_sm, unbind
+	subs   sync.WaitGroup // submits in flight
+	quit   atomic.Bool    // the server is shutting down
+	rx     atomic.Bool    // bound as a receiver or transceiver, its bind_resp sent: receipts go here
+	out    outbound       // the server's own requests: deliver_sm, unbind
 
 	// Written by the reader alone, read by submits started after the bind.
 	bound smpp.CommandID // the bind request that succeeded; 0: not bound
 	bind  persistence.SMPPBind
+	long  *longMessages // its account's concatenated submits' parts (concat.go)
 }
 
 func newSession(s *Server, nc net.Conn) *session {
@@ -40,8 +39,7 @@ func newSession(s *Server, nc net.Conn) *session {
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		peer = ap.Addr()
 	}
-	return &session{s: s, nc: nc, c: smpp.NewConn(nc), peer: peer, window: make(chan struct{}, s.opts.Window),
-		parts: smpp.NewReassembler(PartsWait, MaxParts)}
+	return &session{s: s, nc: nc, c: smpp.NewConn(nc), peer: peer, window: make(chan struct{}, s.opts.Window)}
 }
 
 // stop asks the reader to finish: the read in progress fails at once.
@@ -69,8 +67,8 @@ func (ss *session) serve() {
 	ss.rx.Store(false)
 	ss.out.close() // receipts awaiting an answer here are sent again
 	ss.subs.Wait() // every submit read is answered before the last word
-	ss.dropExpired(time.Now().Add(PartsWait))
 	if ss.bound != 0 {
+		s.leaveLong(ss.bind.AccountID)
 		if !unbound && ss.quit.Load() {
 			_ = ss.c.Send(&smpp.PDU{Header: smpp.Header{ID: smpp.Unbind, Seq: ss.out.next()}})
 		}
@@ -159,7 +157,7 @@ func (ss *session) bindAs(p, resp *smpp.PDU) {
 	case !s.reserve(b.CredentialID, b.MaxBinds):
 		resp.Status = smpp.StatusBindFail
 	default:
-		ss.bound, ss.bind = p.ID, b
+		ss.bound, ss.bind, ss.long = p.ID, b, s.longFor(b.AccountID)
 		resp.SystemID = s.opts.SystemID
 		if err := s.deps.Binds.SMPPBound(ctx, b.CredentialID); err != nil { // shown to the tenant; the bind stands
 			s.log.Warn("smpp server: record the bind", slog.Any("error", err))
