@@ -99,11 +99,19 @@ func (ss *session) receiving() {
 	}
 }
 
-// deliverReceipts runs until Shutdown: each round sends every bound account's due receipts.
+// deliverReceipts runs until Shutdown: each round sends every bound account's due receipts,
+// one goroutine an account; an account whose last round is still under way (a slow or silent
+// client) is skipped, so it never delays another's.
 func (s *Server) deliverReceipts() {
 	defer s.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		busy = map[uuid.UUID]bool{}          // accounts whose round is under way
+		lags = map[uuid.UUID]time.Duration{} // each account's last round's lag
+	)
+	defer func() { cancel(); wg.Wait() }()
 	go func() { <-s.quit; cancel() }()
 	tick := time.NewTicker(s.opts.ReceiptPoll)
 	defer tick.Stop()
@@ -114,20 +122,32 @@ func (s *Server) deliverReceipts() {
 		case <-tick.C:
 		case <-s.wake:
 		}
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var lag time.Duration
-		for acct, ss := range s.receivers() {
+		receivers := s.receivers()
+		mu.Lock()
+		for acct, ss := range receivers {
+			if busy[acct] {
+				continue // its last round is still under way: it alone waits for it
+			}
+			busy[acct] = true
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				l := s.deliverTo(ctx, acct, ss)
 				mu.Lock()
-				lag = max(lag, l)
+				delete(busy, acct)
+				lags[acct] = l
 				mu.Unlock()
 			}()
 		}
-		wg.Wait()
+		var lag time.Duration
+		for acct, l := range lags {
+			if _, bound := receivers[acct]; !bound {
+				delete(lags, acct)
+				continue
+			}
+			lag = max(lag, l)
+		}
+		mu.Unlock()
 		s.m.lag.Set(lag.Seconds())
 	}
 }
@@ -238,9 +258,12 @@ func (s *Server) sendReceipts(ctx context.Context, ss *session, rs []persistence
 		case answered:
 			all = false
 			err = s.deps.Receipts.SMPPReceiptRetry(settle, r.ID, backoff(r.Attempts), true)
-		default: // not sent, the bind went away or no answer in time: to be sent again
+		case tried: // no answer in time: again after a pause, not each round to a client not reading
 			all = false
-			err = s.deps.Receipts.SMPPReceiptRetry(settle, r.ID, 0, tried)
+			err = s.deps.Receipts.SMPPReceiptRetry(settle, r.ID, backoff(r.Attempts), true)
+		default: // not sent, the bind went away: to be sent again at once
+			all = false
+			err = s.deps.Receipts.SMPPReceiptRetry(settle, r.ID, 0, false)
 		}
 		if err != nil {
 			s.log.Error("smpp server: settle receipt", "receipt", r.ID, "error", err)

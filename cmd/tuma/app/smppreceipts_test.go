@@ -214,3 +214,37 @@ func TestSMPPServerRegisteredDelivery(t *testing.T) {
 	receipt(send(smpp.DataSM, "0712345672", 1), "DELIVRD")
 	receipt(send(smpp.SubmitSM, "0712345671", 3), "DELIVRD")
 }
+
+// One account's client that never answers its deliver_sm does not hold up another account's
+// receipts: each account's round runs on its own (before, every round waited for the slowest
+// account, up to the 10 s answer timeout).
+func TestSMPPServerSilentClientDelaysNoOther(t *testing.T) {
+	n := startNode(t, map[string]string{"TUMA_SMPP_SERVER_ADDR": "127.0.0.1:0", "TUMA_RATE_LIMIT_RPS": "0", "TUMA_SIM_OUTCOMES": "delivered=1"})
+	bindAs := func(email string) *esme {
+		t.Helper()
+		a := n.register(email)
+		n.credit(a, "100")
+		systemID, password := n.smppCredential(a, map[string]any{})
+		e := dialESME(t, n.smpp)
+		if st := e.bind(smpp.BindTransceiver, systemID, password); st != smpp.StatusOK {
+			t.Fatalf("bind = %s", st)
+		}
+		return e
+	}
+	silent := bindAs("silent@example.com")
+	if st, _ := silent.submit("", "0712345678", smpp.CodingDefault, gsm7(t, "never answered")); st != smpp.StatusOK {
+		t.Fatalf("submit_sm = %s", st)
+	}
+	silent.nextReceipt() // and never answered: its round waits up to 10 s
+	lively := bindAs("lively@example.com")
+	st, id := lively.submit("", "0712345679", smpp.CodingDefault, gsm7(t, "answered"))
+	if st != smpp.StatusOK {
+		t.Fatalf("submit_sm = %s", st)
+	}
+	start := time.Now()
+	p, got := lively.nextReceipt()
+	if took := time.Since(start); got != id || took > 4*time.Second {
+		t.Errorf("the other account's receipt (%s) came after %v; want its own (%s) within 4 s", got, took, id)
+	}
+	lively.answer(p, smpp.StatusOK)
+}
