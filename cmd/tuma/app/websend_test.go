@@ -146,6 +146,13 @@ func TestSendPageRefusals(t *testing.T) {
 		t.Fatal("a send with invalid numbers sent")
 	}
 
+	// Only suppressed numbers: the review says so (not "enter a number"), nothing sent.
+	n.suppress(a, "0712000777")
+	if r := p.post("/app/send", "/app/send/review", p.sendForm("0712000777", "Hello")); r.Status != http.StatusUnprocessableEntity ||
+		!strings.Contains(r.Body, "Every number is on your suppression list") {
+		t.Errorf("review of a suppressed number only = %d:\n%.3000s", r.Status, r.Body)
+	}
+
 	// No token, or a wrong one: refused, nothing sent.
 	for name, f := range map[string]url.Values{"no token": {}, "wrong token": {"_csrf": {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}} {
 		f.Set("recipients", "0712000001")

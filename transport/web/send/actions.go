@@ -71,6 +71,9 @@ func (p *Page) review(ctx context.Context, rc *fasthttp.RequestCtx) error {
 			f.AddError("recipients", b.Value+": "+b.Reason)
 		}
 		return p.render(ctx, rc, http.StatusUnprocessableEntity, f, c, nil)
+	case c.Q.RecipientsCount == 0 && c.Q.SuppressedCount > 0:
+		f.AddError("recipients", "Every number is on your suppression list, so there is no one to send to (nothing was charged).")
+		return p.render(ctx, rc, http.StatusUnprocessableEntity, f, c, nil)
 	case c.Q.RecipientsCount == 0:
 		f.AddError("recipients", "Enter at least one phone number, or choose a group with contacts.")
 		return p.render(ctx, rc, http.StatusUnprocessableEntity, f, c, nil)
