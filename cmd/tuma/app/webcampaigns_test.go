@@ -322,3 +322,24 @@ func TestDashboardCampaignsInBrowser(t *testing.T) {
 	b.waitText("Completed")
 	b.check("campaigns-list")
 }
+
+// A campaign whose group holds suppressed numbers says how many it left out, uncharged: when
+// it is created and on its page.
+func TestDashboardCampaignShowsWhomItLeftOut(t *testing.T) {
+	n := startNode(t, fastSims)
+	a := n.register("leftout@example.com")
+	n.credit(a, "100")
+	g := n.group(a, "All")
+	n.contact(a, g, "0712000001", "Jo", "")
+	n.contact(a, g, "0712000002", "Wa", "")
+	n.suppress(a, "0712000002")
+	p := n.pages(t)
+	p.signIn(a)
+	id := createdCampaign(t, p.post("/app/campaigns/new", "/app/campaigns", campaignForm("Some", g, "Hi {first_name}", "k-left")))
+	page := p.get("/app/campaigns/" + id)
+	for _, want := range []string{"1 on your suppression list are left out, uncharged.", "Left out (on your suppression list)</th><td>1</td>"} {
+		if !strings.Contains(page.Body, want) {
+			t.Errorf("the campaign's page does not show %q:\n%.4000s", want, page.Body)
+		}
+	}
+}

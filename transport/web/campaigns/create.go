@@ -241,6 +241,9 @@ func (p *Pages) create(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	}
 	msg := "Created the campaign “" + c.Name + "” to " + web.Thousands(int64(c.TotalRecipients)) + " contacts, for " +
 		web.KES(c.CostCents) + ". "
+	if c.Suppressed > 0 {
+		msg += web.Thousands(int64(c.Suppressed)) + " on your suppression list are left out, uncharged. "
+	}
 	start := c.CreatedAt
 	if c.ScheduledAt != nil {
 		start = *c.ScheduledAt
