@@ -417,25 +417,42 @@ func (h *Handler) changePassword(ctx context.Context, rc *fasthttp.RequestCtx) e
 	if err != nil {
 		return err
 	}
-	id := api.Principal(rc).AccountID
-	a, err := h.store.AccountByID(ctx, id)
+	if err := h.ChangePassword(ctx, api.Principal(rc).AccountID, in.current, in.next); err != nil {
+		return err
+	}
+	return api.WriteJSON(rc, http.StatusOK, api.Message{Message: "password changed; every session has been signed out, so sign in again with the new password (API keys keep working)"})
+}
+
+// ChangePassword is PATCH /auth/change-password's operation for the dashboard's form: the
+// same rules and errors (new_password's beside it, a wrong current password 400
+// invalid_current_password), and every session and access token ends with it.
+func (h *Handler) ChangePassword(ctx context.Context, accountID uuid.UUID, current, next string) error {
+	var fe api.FieldErrors
+	if current == "" {
+		fe.Add("current_password", "is required")
+	}
+	checkPassword(&fe, "new_password", next)
+	if err := fe.Err(); err != nil {
+		return err
+	}
+	a, err := h.store.AccountByID(ctx, accountID)
 	if err != nil {
 		return err
 	}
-	if !h.passwords.Verify(a.PasswordHash, in.current) {
+	if !h.passwords.Verify(a.PasswordHash, current) {
 		return api.NewProblem("invalid_current_password", "the current password is wrong")
 	}
-	hash, err := h.passwords.Hash(in.next)
+	hash, err := h.passwords.Hash(next)
 	if err != nil {
 		return err
 	}
-	acc, err := h.store.SetPassword(ctx, id, hash)
+	acc, err := h.store.SetPassword(ctx, accountID, hash)
 	if err != nil {
 		return err
 	}
 	// Access tokens issued before (this caller's too) stop working on every node at once.
-	h.principals.SetAccountAccess(ctx, id.String(), string(acc.Status), acc.TokenVersion)
-	return api.WriteJSON(rc, http.StatusOK, api.Message{Message: "password changed; every session has been signed out, so sign in again with the new password (API keys keep working)"})
+	h.principals.SetAccountAccess(ctx, accountID.String(), string(acc.Status), acc.TokenVersion)
+	return nil
 }
 
 func (h *Handler) rotateAPIKey(ctx context.Context, rc *fasthttp.RequestCtx) error {

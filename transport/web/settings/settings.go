@@ -1,8 +1,9 @@
 // Package settings is the dashboard's Settings page (/app/settings): the account's profile
 // (name, company, phone, type of business, country), the opt-out text its promotional
-// messages carry and the quiet hours they wait out (CONTRACT §15). Saving runs PATCH
-// /auth/profile's operation (transport/api/accounts), so the rules, the errors and the
-// engine learning the new values before the next send are the API's.
+// messages carry and the quiet hours they wait out (CONTRACT §15), and the password. Saving
+// runs PATCH /auth/profile's operation (transport/api/accounts), so the rules, the errors and
+// the engine learning the new values before the next send are the API's; the password form
+// runs PATCH /auth/change-password's.
 package settings
 
 import (
@@ -25,6 +26,7 @@ var templates embed.FS
 // Operations are the profile's operation the JSON API runs too (accounts.Handler).
 type Operations interface {
 	UpdateProfile(ctx context.Context, accountID uuid.UUID, in accounts.Profile) (persistence.Account, error)
+	ChangePassword(ctx context.Context, accountID uuid.UUID, current, next string) error
 }
 
 // Store is what the page reads: the account, as GET /auth/me reads it.
@@ -50,9 +52,13 @@ func New(site *web.Site, ops Operations, store Store) (*Page, error) {
 func (p *Page) RegisterPages(r *web.Router) {
 	r.Page("GET", path, p.show)
 	r.Page("POST", path, p.save)
+	r.Page("POST", passwordPath, p.changePassword)
 }
 
-const path = "/app/settings"
+const (
+	path         = "/app/settings"
+	passwordPath = "/app/settings/password"
+)
 
 // The form's fields are the API's, so its errors land beside them ("quiet_hours.start").
 const (
@@ -66,6 +72,8 @@ type data struct {
 	Email   string
 	Company string // the company name saved: the shared sender's prefix
 	QuietOn bool   // the box "no quiet hours" is not ticked
+	// Password is the password form, with its errors: never its values.
+	Password *web.Form
 }
 
 func (p *Page) show(ctx context.Context, rc *fasthttp.RequestCtx) error {
@@ -99,11 +107,18 @@ func formOf(a persistence.Account) *web.Form {
 // fields).
 func (p *Page) render(ctx context.Context, rc *fasthttp.RequestCtx, a persistence.Account, f *web.Form, err error) error {
 	page := &web.Page{Title: "Settings", Nav: path, Form: f,
-		Data: data{Email: a.Email, Company: a.CompanyName, QuietOn: f.Get(fieldOff) == ""}}
+		Data: data{Email: a.Email, Company: a.CompanyName, QuietOn: f.Get(fieldOff) == "", Password: web.NewForm()}}
 	if err != nil {
 		return p.Views.RenderForm(ctx, rc, "settings", page, err)
 	}
 	return p.Views.Render(ctx, rc, http.StatusOK, "settings", page)
+}
+
+// renderWith draws the page with the password form pf's values and errors.
+func (p *Page) renderWith(ctx context.Context, rc *fasthttp.RequestCtx, status int, a persistence.Account, f, pf *web.Form) error {
+	page := &web.Page{Title: "Settings", Nav: path, Form: f,
+		Data: data{Email: a.Email, Company: a.CompanyName, QuietOn: f.Get(fieldOff) == "", Password: pf}}
+	return p.Views.Render(ctx, rc, status, "settings", page)
 }
 
 // save changes the profile with PATCH /auth/profile's operation, then shows it with what
@@ -121,6 +136,38 @@ func (p *Page) save(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	}
 	p.Site.Flash(rc, "success", saved(before, after))
 	return api.SeeOther(rc, path)
+}
+
+// changePassword changes the password with PATCH /auth/change-password's operation. Every
+// session ends with it, this one too: the person signs in again with the new password. Its
+// errors are shown beside its fields, the profile form filled in as saved.
+func (p *Page) changePassword(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	acct := web.AccountID(rc)
+	pf := web.ReadForm(rc)
+	err := p.Ops.ChangePassword(ctx, acct, pf.Get("current_password"), pf.Get("new_password"))
+	if err != nil {
+		a, aerr := p.Store.AccountByID(ctx, acct)
+		if aerr != nil {
+			return aerr
+		}
+		prob := api.ProblemOf(err)
+		switch {
+		case prob.Code == "invalid_current_password":
+			pf.AddError("current_password", "is not your current password")
+		case prob.Status == http.StatusUnprocessableEntity:
+			pf.Fail(prob)
+		default:
+			return err
+		}
+		pf.Set("current_password", "") // passwords are never drawn back into a page
+		pf.Set("new_password", "")
+		return p.renderWith(ctx, rc, http.StatusUnprocessableEntity, a, formOf(a), pf)
+	}
+	if err := p.Site.EndSession(ctx, rc); err != nil {
+		return err
+	}
+	p.Site.Flash(rc, "success", "Your password is changed, and every session has been signed out: sign in with the new password. API keys keep working.")
+	return api.SeeOther(rc, "/app/login")
 }
 
 // profileOf is the form as the operation's input: every field, as the form shows them all.
