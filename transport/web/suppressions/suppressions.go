@@ -2,13 +2,15 @@
 // (CONTRACT §15) at /app/contacts/suppressions, in the contacts area: the numbers no send or
 // campaign ever messages, searched and paged newest first, added and removed. Every action
 // is the JSON API's operation (transport/api/suppressions), so the rules, the messages and
-// the tenant actor's copy of the list are the API's.
+// the tenant actor's copy of the list are the API's; a CSV file of numbers is imported as
+// POST /suppressions/import does.
 package suppressions
 
 import (
 	"context"
 	"embed"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -32,6 +34,7 @@ type Operations interface {
 	Suppressions(ctx context.Context, rc *fasthttp.RequestCtx) (suppr.Listing, error)
 	Add(ctx context.Context, accountID uuid.UUID, in suppr.Input) (persistence.Suppression, bool, error)
 	Remove(ctx context.Context, accountID uuid.UUID, phone string) error
+	Import(ctx context.Context, accountID uuid.UUID, file io.Reader) (*suppr.ImportResult, error)
 }
 
 // Pages serve the suppression list. The page reads nothing beyond its operations, so the
@@ -54,12 +57,14 @@ func (p *Pages) RegisterPages(r *web.Router) {
 	r.Page("GET", listPath, p.list)
 	r.Page("POST", listPath, p.add)
 	r.Page("POST", listPath+"/{phone}/remove", p.remove)
+	r.Upload("POST", importPath, suppr.MaxImportBody, p.upload)
 }
 
 // listPath is the page's address; its nav entry is the contacts area's.
 const (
-	listPath = "/app/contacts/suppressions"
-	navPath  = "/app/contacts"
+	listPath   = "/app/contacts/suppressions"
+	importPath = listPath + "/import"
+	navPath    = "/app/contacts"
 )
 
 // listData is what the page shows.
@@ -72,6 +77,9 @@ type listData struct {
 	Here     string // this page's address, for the forms that come back to it
 	Next     string // the older entries' page ("" at the end)
 	First    string // the newest entries' page, when this is a later one
+	// Import is the CSV upload form, with its errors; Imported what the last upload did.
+	Import   *web.Form
+	Imported *suppr.ImportResult
 }
 
 // row is a suppression as the list shows it.
@@ -113,8 +121,13 @@ func (p *Pages) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
 
 // renderList draws the page with the add form (its values and errors in add).
 func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status int, add *web.Form) error {
+	return p.renderWith(ctx, rc, status, add, web.NewForm(), nil)
+}
+
+// renderWith is renderList with the import form's errors and the last import's result.
+func (p *Pages) renderWith(ctx context.Context, rc *fasthttp.RequestCtx, status int, add, imp *web.Form, res *suppr.ImportResult) error {
 	q := rc.QueryArgs()
-	d := listData{Filter: web.NewForm(), Here: listPath}
+	d := listData{Filter: web.NewForm(), Here: listPath, Import: imp, Imported: res}
 	d.Filter.Set("search", string(q.Peek("search")))
 	d.Filter.Set("page_size", string(q.Peek("page_size")))
 	d.Filtered = strings.TrimSpace(d.Filter.Get("search")) != ""
@@ -194,6 +207,40 @@ func (p *Pages) remove(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	}
 	p.Site.Flash(rc, "success", "Removed "+phone+" from your suppression list: sends and campaigns can message it again.")
 	return api.SeeOther(rc, back(web.ReadForm(rc).Get("next")))
+}
+
+// importTimeout bounds an import, as the API's does: a million numbers take about half a
+// minute.
+const importTimeout = 10 * time.Minute
+
+// upload adds the numbers of a CSV file with POST /suppressions/import's operation, read as
+// it arrives; the page then says what it did, with the first rows it refused and why.
+func (p *Pages) upload(ctx context.Context, rc *fasthttp.RequestCtx, parts web.Parts) error {
+	acct := web.AccountID(rc)
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), importTimeout)
+	defer cancel()
+	var res *suppr.ImportResult
+	err := parts(func(part api.FormPart) error {
+		if part.Name != "file" || part.FileName == "" || res != nil {
+			return nil // a browser sends the file input empty when none was chosen
+		}
+		var err error
+		res, err = p.Ops.Import(ictx, acct, part.Body)
+		return err
+	})
+	imp := web.NewForm()
+	var prob *api.Problem
+	switch {
+	case errors.As(err, &prob) && prob.Status < 500:
+		imp.Fail(prob)
+		return p.renderWith(ctx, rc, prob.Status, web.NewForm(), imp, nil)
+	case err != nil:
+		return err
+	case res == nil:
+		imp.AddError("file", "is required: a CSV of numbers, one a row (phone, then an optional reason)")
+		return p.renderWith(ctx, rc, http.StatusUnprocessableEntity, web.NewForm(), imp, nil)
+	}
+	return p.renderWith(ctx, rc, http.StatusOK, web.NewForm(), imp, res)
 }
 
 // back is where a form sends the browser after it: the page of the list it came from.
