@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 	"unicode/utf8"
 
@@ -28,6 +29,7 @@ const persistenceLeaseMargin = 5 * time.Second
 type KeyStore interface {
 	ClaimIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey, requestHash []byte, lease time.Duration) (persistence.IdempotencyKey, *persistence.StoredResponse, error)
 	ReleaseIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey) error
+	CompleteIdempotencyKey(ctx context.Context, k persistence.IdempotencyKey, resp persistence.StoredResponse) error
 }
 
 // Keys runs requests under their Idempotency-Key.
@@ -124,6 +126,35 @@ func (k *Keys) Do(ctx context.Context, op Op, key string, fingerprint []byte, ru
 		return nil, err
 	}
 	return nil, nil
+}
+
+// CreateOnce runs create under a dashboard form's key (one per render; Do with Op.Wait): the
+// first request with the key creates, and a later one with the same key and fingerprint (the
+// browser sending the form again: a reload of the answer, a double click) creates nothing and
+// gets the first one's resource id, replayed true. The key is completed after create, not in
+// its transaction: should that fail, the resource stands and the key's lease lapses.
+func (k *Keys) CreateOnce(ctx context.Context, scope uuid.UUID, namespace, key string, fingerprint []byte,
+	create func() (uuid.UUID, error)) (id uuid.UUID, replayed bool, err error) {
+	op := Op{Scope: scope, Namespace: namespace, Wait: true,
+		FromResource: func(_ context.Context, _, resource uuid.UUID) (any, error) { return resource, nil }}
+	r, err := k.Do(ctx, op, key, fingerprint, func(claimed *persistence.IdempotencyKey) error {
+		var err error
+		if id, err = create(); err != nil {
+			return err
+		}
+		if cerr := k.store.CompleteIdempotencyKey(context.WithoutCancel(ctx), *claimed,
+			persistence.StoredResponse{Status: http.StatusCreated, ResourceID: &id}); cerr != nil {
+			k.log.Warn("complete a form's key", "error", cerr) // the lease frees it in time
+		}
+		return nil
+	})
+	if r == nil || err != nil {
+		return id, r != nil, err
+	}
+	if v, ok := r.Value.(uuid.UUID); ok {
+		return v, true, nil
+	}
+	return uuid.Nil, true, errors.New("replay of a form without the resource it created")
 }
 
 // wroteNothing reports a failure that provably happened before any effect: a refused request

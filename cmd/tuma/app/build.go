@@ -199,10 +199,10 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 			return nil, fmt.Errorf("TUMA_SMPP_SERVER_ADDR: %w", err)
 		}
 	}
-	hooks := apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
+	hooks := apiwebhooks.New(apiwebhooks.Deps{Log: log, Store: a.store, Keys: keys, URLs: webhooks.Policy{AllowPrivate: cfg.WebhookAllowPrivate},
 		Lists: lists, Wake: waker{a.engine, workerWebhooks}.Wake})
 	smppCredentials := apismpp.New(apismpp.Options{PerAccount: cfg.SMPPCredentialsPerAccount},
-		apismpp.Deps{Store: a.store, Passwords: smppPasswords})
+		apismpp.Deps{Store: a.store, Passwords: smppPasswords, Keys: keys})
 	suppress := suppressions.New(suppressions.Deps{Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan})
 	inbox := inbound.New(inbound.Options{Simulated: a.simControl() != nil}, inbound.Deps{Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan})
 	if a.smpp != nil {

@@ -130,3 +130,33 @@ func TestDashboardSMPPPagesRefuse(t *testing.T) {
 		t.Errorf("the other tenant's credential has max_binds %d; want its 4 unchanged", n)
 	}
 }
+
+// The credential form sent twice (a reload of the page with the password, a double click)
+// makes one credential: the second answer leads to it, saying so, without the password.
+func TestDashboardSMPPFormSentTwiceMakesOne(t *testing.T) {
+	n := startNode(t, nil)
+	a := n.register("smpp-twice@example.com")
+	p := n.pages(t)
+	p.signIn(a)
+	const list = "/app/developers/smpp"
+	m := formKeyRE.FindStringSubmatch(p.get(list).Body)
+	if m == nil {
+		t.Fatal("the create form has no form_key")
+	}
+	form := url.Values{"system_id": {"twice_esme"}, "max_binds": {"2"}, "allowed_ips": {""}, "form_key": {m[1]}}
+	first := p.post(list, list, form)
+	c := smppCredRE.FindStringSubmatch(first.Body)
+	if first.Status != http.StatusCreated || c == nil {
+		t.Fatalf("create = %d:\n%.3000s", first.Status, first.Body)
+	}
+	again := p.post(list, list, form)
+	if again.Status != http.StatusSeeOther || again.Header.Get("Location") != list+"/"+c[1] {
+		t.Fatalf("the form sent again = %d → %q; want 303 to the credential it made", again.Status, again.Header.Get("Location"))
+	}
+	if r := p.get(list + "/" + c[1]); !strings.Contains(r.Body, "This form was sent already") || strings.Contains(r.Body, `id="password"`) {
+		t.Errorf("the credential's page after the second send:\n%.3000s", r.Body)
+	}
+	if got := n.sqlInt(`SELECT count(*) FROM smpp_credentials WHERE account_id = $1`, a.ID); got != 1 {
+		t.Errorf("%d credentials; want 1", got)
+	}
+}

@@ -332,3 +332,35 @@ func TestDashboardWebhooksInBrowser(t *testing.T) {
 	b.waitText("Deleted the endpoint")
 	b.waitText("No endpoints yet")
 }
+
+var formKeyRE = regexp.MustCompile(`name="form_key" value="([^"]+)"`)
+
+// The create form sent twice (a reload of the page with the secret, a double click) adds one
+// endpoint: the second answer leads to it, saying so, without the secret.
+func TestDashboardWebhookFormSentTwiceAddsOne(t *testing.T) {
+	n := startNode(t, nil)
+	a := n.register("hook-twice@example.com")
+	p := n.pages(t)
+	p.signIn(a)
+	const list = "/app/developers/webhooks"
+	m := formKeyRE.FindStringSubmatch(p.get(list).Body)
+	if m == nil {
+		t.Fatal("the create form has no form_key")
+	}
+	form := hookForm("https://93.184.216.34/h", "orders", "*")
+	form.Set("form_key", m[1])
+	id, _ := createdHook(t, p.post(list, list, form))
+	again := p.post(list, list, form)
+	if again.Status != http.StatusSeeOther || again.Header.Get("Location") != list+"/"+id {
+		t.Fatalf("the form sent again = %d → %q; want 303 to the endpoint it added", again.Status, again.Header.Get("Location"))
+	}
+	if r := p.get(list + "/" + id); !strings.Contains(r.Body, "This form was sent already") || strings.Contains(r.Body, "whsec_") {
+		t.Errorf("the endpoint's page after the second send:\n%.3000s", r.Body)
+	}
+	if got := n.sqlInt(`SELECT count(*) FROM webhook_endpoints WHERE account_id = $1`, a.ID); got != 1 {
+		t.Errorf("%d endpoints; want 1", got)
+	}
+	if m2 := formKeyRE.FindStringSubmatch(p.get(list).Body); m2 == nil || m2[1] == m[1] {
+		t.Errorf("the form drawn again has the same key: a second endpoint could not be added")
+	}
+}

@@ -6,9 +6,11 @@ package smpp
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -42,6 +44,7 @@ type Options struct {
 type Deps struct {
 	Store     Store
 	Passwords Passwords
+	Keys      *api.Keys // the dashboard form's keys (CreateOnce); nil: none
 }
 
 // Handler serves the endpoints.
@@ -49,11 +52,48 @@ type Handler struct {
 	opts      Options
 	store     Store
 	passwords Passwords
+	keys      *api.Keys
 }
 
 // New returns the endpoints.
 func New(opts Options, d Deps) *Handler {
-	return &Handler{opts: opts, store: d.Store, passwords: d.Passwords}
+	return &Handler{opts: opts, store: d.Store, passwords: d.Passwords, keys: d.Keys}
+}
+
+// CreateOnce is Create for the dashboard's form, under its key (one per render; "": none): a
+// form sent again (a reload of its answer, a double click) makes no second credential, and
+// gets the first one, replayed true, without its password (shown once, with the first answer).
+func (h *Handler) CreateOnce(ctx context.Context, accountID uuid.UUID, in Input, key string) (c persistence.SMPPCredential, password string, replayed bool, err error) {
+	if key == "" || h.keys == nil {
+		c, password, err = h.Create(ctx, accountID, in)
+		return c, password, false, err
+	}
+	id, replayed, err := h.keys.CreateOnce(ctx, accountID, "smpp-form:", key, in.fingerprint(), func() (uuid.UUID, error) {
+		var err error
+		c, password, err = h.Create(ctx, accountID, in)
+		return c.ID, err
+	})
+	if err != nil || !replayed {
+		return c, password, replayed, err
+	}
+	c, err = h.Get(ctx, accountID, id)
+	return c, "", true, err
+}
+
+// fingerprint tells one create form's input from another's.
+func (in Input) fingerprint() []byte {
+	h := sha256.New()
+	if in.SystemID != nil {
+		h.Write([]byte(*in.SystemID))
+	}
+	h.Write([]byte{0})
+	if in.AllowedIPs != nil {
+		h.Write([]byte(strings.Join(*in.AllowedIPs, ",")))
+	}
+	if in.MaxBinds != nil {
+		fmt.Fprintf(h, "\x00%d", *in.MaxBinds)
+	}
+	return h.Sum(nil)
 }
 
 // Register adds the routes.

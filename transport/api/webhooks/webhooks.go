@@ -5,6 +5,7 @@ package webhooks
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,7 +52,8 @@ type Deps struct {
 	Store Store
 	URLs  URLs
 	Lists api.Lists
-	Wake  Wake // nil: the deliverer's next round finds the work
+	Wake  Wake      // nil: the deliverer's next round finds the work
+	Keys  *api.Keys // the dashboard form's keys (CreateOnce); nil: none
 }
 
 // Handler serves the endpoints.
@@ -61,6 +63,7 @@ type Handler struct {
 	urls  URLs
 	lists api.Lists
 	wake  Wake
+	keys  *api.Keys
 }
 
 // New returns the endpoints.
@@ -68,7 +71,7 @@ func New(d Deps) *Handler {
 	if d.Wake == nil {
 		d.Wake = func() {}
 	}
-	return &Handler{log: d.Log, store: d.Store, urls: d.URLs, lists: d.Lists, wake: d.Wake}
+	return &Handler{log: d.Log, store: d.Store, urls: d.URLs, lists: d.Lists, wake: d.Wake, keys: d.Keys}
 }
 
 // Register adds the routes.
@@ -224,6 +227,44 @@ func (h *Handler) Create(ctx context.Context, accountID uuid.UUID, in Endpoint) 
 	}
 	w, secret, err := h.store.CreateWebhook(ctx, n)
 	return w, secret, storeProblem(err)
+}
+
+// CreateOnce is Create for the dashboard's form, under its key (one per render; "": none): a
+// form sent again (a reload of its answer, a double click) creates no second endpoint, and
+// gets the first one, replayed true, without its secret (shown once, with the first answer).
+func (h *Handler) CreateOnce(ctx context.Context, accountID uuid.UUID, in Endpoint, key string) (w persistence.Webhook, secret string, replayed bool, err error) {
+	if key == "" || h.keys == nil {
+		w, secret, err = h.Create(ctx, accountID, in)
+		return w, secret, false, err
+	}
+	id, replayed, err := h.keys.CreateOnce(ctx, accountID, "webhook-form:", key, in.fingerprint(), func() (uuid.UUID, error) {
+		var err error
+		w, secret, err = h.Create(ctx, accountID, in)
+		return w.ID, err
+	})
+	if err != nil || !replayed {
+		return w, secret, replayed, err
+	}
+	w, err = h.store.WebhookByID(ctx, accountID, id)
+	return w, "", true, err
+}
+
+// fingerprint tells one create form's input from another's.
+func (in Endpoint) fingerprint() []byte {
+	h := sha256.New()
+	for _, s := range []*string{in.URL, in.Description} {
+		if s != nil {
+			h.Write([]byte(*s))
+		}
+		h.Write([]byte{0})
+	}
+	if in.Events != nil {
+		h.Write([]byte(strings.Join(*in.Events, ",")))
+	}
+	if in.BatchSize != nil {
+		fmt.Fprintf(h, "\x00%d", *in.BatchSize)
+	}
+	return h.Sum(nil)
 }
 
 // List is the account's endpoints, oldest first (no secrets).

@@ -27,7 +27,7 @@ var templates embed.FS
 // Operations are the credential operations the JSON API runs too (smpp.Handler).
 type Operations interface {
 	web.Owned[persistence.SMPPCredential, smppapi.Input]
-	Create(ctx context.Context, accountID uuid.UUID, in smppapi.Input) (persistence.SMPPCredential, string, error)
+	CreateOnce(ctx context.Context, accountID uuid.UUID, in smppapi.Input, key string) (persistence.SMPPCredential, string, bool, error)
 	RotatePassword(ctx context.Context, accountID, id uuid.UUID) (persistence.SMPPCredential, string, error)
 }
 
@@ -85,6 +85,7 @@ type listData struct {
 	Creds  []credential
 	Server string
 	Max    int
+	Key    string // the create form's key, new each time it is drawn (CreateOnce)
 }
 
 func (p *Pages) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
@@ -98,7 +99,7 @@ func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status 
 	if err != nil {
 		return err
 	}
-	d := listData{Server: p.server, Max: persistence.MaxSMPPBinds}
+	d := listData{Server: p.server, Max: persistence.MaxSMPPBinds, Key: uuid.NewString()}
 	for _, c := range list {
 		d.Creds = append(d.Creds, newCredential(c))
 	}
@@ -115,11 +116,16 @@ func (p *Pages) create(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if f.HasErrors() {
 		return p.renderList(ctx, rc, http.StatusUnprocessableEntity, f)
 	}
-	c, password, err := p.Ops.Create(ctx, web.AccountID(rc), in)
+	c, password, replayed, err := p.Ops.CreateOnce(ctx, web.AccountID(rc), in, f.Get("form_key"))
 	if status, shown := f.Refused(err, fieldsOfForm); shown {
 		return p.renderList(ctx, rc, status, f)
 	} else if err != nil {
 		return err
+	}
+	if replayed { // the form sent again (a reload of the page with the password): no second credential
+		p.Site.Flash(rc, "info", "This form was sent already: here is the credential it made. Its password was shown "+
+			"once, then; if it was not copied, make a new password below.")
+		return api.SeeOther(rc, listPath+"/"+c.ID.String())
 	}
 	return p.renderDetail(ctx, rc, http.StatusCreated, c, nil, password, true)
 }

@@ -28,7 +28,7 @@ var templates embed.FS
 // Operations are the webhook operations the JSON API runs too (webhooks.Handler).
 type Operations interface {
 	web.Owned[persistence.Webhook, webhooksapi.Endpoint]
-	Create(ctx context.Context, accountID uuid.UUID, in webhooksapi.Endpoint) (persistence.Webhook, string, error)
+	CreateOnce(ctx context.Context, accountID uuid.UUID, in webhooksapi.Endpoint, key string) (persistence.Webhook, string, bool, error)
 	Deliveries(ctx context.Context, accountID, endpointID uuid.UUID, status persistence.DeliveryStatus, p persistence.Page) ([]persistence.DeliveryRecord, error)
 	DeliveryList(accountID, endpointID uuid.UUID, status persistence.DeliveryStatus) api.List
 	Delivery(ctx context.Context, accountID, endpointID, deliveryID uuid.UUID) (persistence.DeliveryRecord, []persistence.AttemptRecord, error)
@@ -121,6 +121,7 @@ type listData struct {
 	Max    int
 	Full   bool // the account has its most endpoints: the form says so
 	Events eventsField
+	Key    string // the create form's key, new each time it is drawn (CreateOnce)
 }
 
 func (p *Pages) list(ctx context.Context, rc *fasthttp.RequestCtx) error {
@@ -136,7 +137,8 @@ func (p *Pages) renderList(ctx context.Context, rc *fasthttp.RequestCtx, status 
 	if err != nil {
 		return err
 	}
-	d := listData{Max: persistence.MaxWebhooks, Full: len(list) >= persistence.MaxWebhooks, Events: newEventsField(f, events)}
+	d := listData{Max: persistence.MaxWebhooks, Full: len(list) >= persistence.MaxWebhooks, Events: newEventsField(f, events),
+		Key: uuid.NewString()}
 	for _, w := range list {
 		d.Hooks = append(d.Hooks, newEndpoint(w))
 	}
@@ -150,11 +152,16 @@ func (p *Pages) create(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if f.HasErrors() {
 		return p.renderList(ctx, rc, http.StatusUnprocessableEntity, f, *in.Events)
 	}
-	w, secret, err := p.Ops.Create(ctx, web.AccountID(rc), in)
+	w, secret, replayed, err := p.Ops.CreateOnce(ctx, web.AccountID(rc), in, f.Get("form_key"))
 	if status, shown := f.Refused(err, nil); shown {
 		return p.renderList(ctx, rc, status, f, *in.Events)
 	} else if err != nil {
 		return err
+	}
+	if replayed { // the form sent again (a reload of the page with the secret): no second endpoint
+		p.Site.Flash(rc, "info", "This form was sent already: here is the endpoint it added. Its signing secret was shown "+
+			"once, then; if it was not copied, roll a new one below.")
+		return api.SeeOther(rc, listPath+"/"+w.ID.String())
 	}
 	return p.renderDetail(ctx, rc, http.StatusCreated, w, detailForms{Secret: secret, Created: true})
 }
