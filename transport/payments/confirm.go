@@ -121,13 +121,23 @@ func (c *Confirmer) Confirm(ctx context.Context, reference, via string) (Outcome
 		}
 		p.Status = persistence.PaymentAbandoned
 		return Outcome{Payment: p, Status: p.Status, Reason: "cancelled"}, nil
-	case "failed", "reversed":
-		if _, err := c.store.MarkPayment(ctx, reference, persistence.PaymentFailed, "declined"); err != nil {
+	case "failed":
+		// The last attempt failed (a card declined, an M-Pesa prompt not answered), not the
+		// checkout: Paystack counts attempts per reference, and the payer may try again on the
+		// same page and pay. Still open, and credited if it is paid later.
+		if _, err := c.store.MarkPayment(ctx, reference, persistence.PaymentAbandoned, "declined"); err != nil {
 			return Outcome{}, err
 		}
-		log.Info("payment failed at the provider", slog.String("provider_status", tx.Status), slog.String("gateway_response", tx.GatewayResponse))
-		p.Status = persistence.PaymentFailed
+		log.Info("payment attempt failed at the provider", slog.String("gateway_response", tx.GatewayResponse))
+		p.Status = persistence.PaymentAbandoned
 		return Outcome{Payment: p, Status: p.Status, Reason: "declined"}, nil
+	case "reversed": // refunded or charged back: final
+		if _, err := c.store.MarkPayment(ctx, reference, persistence.PaymentFailed, "reversed"); err != nil {
+			return Outcome{}, err
+		}
+		log.Info("payment reversed at the provider", slog.String("gateway_response", tx.GatewayResponse))
+		p.Status = persistence.PaymentFailed
+		return Outcome{Payment: p, Status: p.Status, Reason: "reversed"}, nil
 	}
 	return Outcome{Payment: p, Status: persistence.PaymentPending, Reason: "pending"}, nil // ongoing, processing, queued, …
 }

@@ -144,7 +144,7 @@ func TestConfirmOutcomes(t *testing.T) {
 		{"TUMA-USD", "failed", "currency_mismatch", false},
 		{"TUMA-OTHERREF", "failed", "reference_mismatch", false},
 		{"TUMA-ABANDONED", "abandoned", "cancelled", false},
-		{"TUMA-DECLINED", "failed", "declined", false},
+		{"TUMA-DECLINED", "abandoned", "declined", false},
 		{"TUMA-ONGOING", "pending", "pending", false},
 		{"TUMA-LATE", "paid", "", true},
 		{"TUMA-WASFAILED", "failed", "", false},
@@ -187,6 +187,14 @@ func TestConfirmOutcomes(t *testing.T) {
 	}
 	if b.credits != 3 {
 		t.Errorf("%d credits after the repeats; want 3", b.credits)
+	}
+	// A declined attempt closes nothing: the payer tries again on the same checkout and pays.
+	prov["TUMA-DECLINED"] = ok("TUMA-DECLINED")
+	if out, err := c.Confirm(context.Background(), "TUMA-DECLINED", "test"); err != nil || !out.Applied || out.Status != "paid" {
+		t.Errorf("paid after a declined attempt: %+v %v; want it credited", out, err)
+	}
+	if b.credits != 4 {
+		t.Errorf("%d credits after the declined one was paid; want 4", b.credits)
 	}
 }
 
