@@ -206,18 +206,11 @@ func (s *Store) ConfirmPayment(ctx context.Context, c PaymentConfirmation) (Conf
 		out.Payment, out.Applied = p, true
 		switch p.Purpose {
 		case PurposeTopup:
-			var w WalletSnapshot
-			if err := tx.QueryRow(ctx, `UPDATE wallets SET balance_cents = balance_cents + $2, version = version + 1, updated_at = now()
-				WHERE account_id = $1 RETURNING `+snapshotColumns, p.AccountID, p.AmountCents).
-				Scan(w.fields()...); err != nil {
+			w, err := creditPayment(ctx, tx, p, "Wallet top-up via "+p.Provider)
+			if err != nil {
 				return err
 			}
-			out.Wallet = &w
-			if _, err := tx.Exec(ctx, `INSERT INTO wallet_transactions (id, account_id, type, amount_cents, reference, description)
-				VALUES ($1, $2, 'topup', $3, $4, $5)`, NewID(), p.AccountID, p.AmountCents, p.Reference,
-				"Wallet top-up via "+p.Provider); err != nil {
-				return err
-			}
+			out.Wallet = w
 			if c.Notice != nil {
 				if err := addNotification(ctx, tx, p.AccountID, c.Notice(p.AmountCents, w.BalanceCents)); err != nil {
 					return err
@@ -230,9 +223,19 @@ func (s *Store) ConfirmPayment(ctx context.Context, c PaymentConfirmation) (Conf
 				return err
 			}
 		case PurposeSenderFee:
-			name, err := feePaid(ctx, tx, p.AccountID, *p.SenderID)
+			name, again, err := feePaid(ctx, tx, p.AccountID, *p.SenderID)
 			if err != nil {
 				return err
+			}
+			if again {
+				// Paid already, through another checkout (two tabs): the money is the account's,
+				// credited to its wallet rather than taken for the fee a second time.
+				w, err := creditPayment(ctx, tx, p, "Sender ID "+name+"'s fee, paid twice: credited to the wallet")
+				if err != nil {
+					return err
+				}
+				out.Wallet = w
+				return nil
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO wallet_transactions (id, account_id, type, amount_cents, reference, description)
 				VALUES ($1, $2, 'sender_id_fee', $3, $4, $5)`, NewID(), p.AccountID, p.AmountCents, p.Reference,
@@ -309,11 +312,27 @@ func (s *Store) LowBalanceRecovered(ctx context.Context, accountID uuid.UUID) er
 	return nil
 }
 
+// creditPayment adds a paid payment's amount to its account's wallet, with its ledger entry
+// (a top-up, one per payment).
+func creditPayment(ctx context.Context, tx pgx.Tx, p Payment, description string) (*WalletSnapshot, error) {
+	var w WalletSnapshot
+	if err := tx.QueryRow(ctx, `UPDATE wallets SET balance_cents = balance_cents + $2, version = version + 1, updated_at = now()
+		WHERE account_id = $1 RETURNING `+snapshotColumns, p.AccountID, p.AmountCents).Scan(w.fields()...); err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO wallet_transactions (id, account_id, type, amount_cents, reference, description)
+		VALUES ($1, $2, 'topup', $3, $4, $5)`, NewID(), p.AccountID, p.AmountCents, p.Reference, description); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
 // PendingSenderFee returns the open checkout of a sender ID's fee started in the last day, or
-// nil: a second pay is given the same checkout, so one fee is never paid twice.
+// nil: a second pay is given the same checkout, so one fee is never paid twice. Abandoned is
+// open (a checkout left, or an attempt declined, can still be paid).
 func (s *Store) PendingSenderFee(ctx context.Context, accountID, senderID uuid.UUID) (*Payment, error) {
 	p, err := scanPayment(s.pool.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments
-		WHERE account_id = $1 AND sender_id = $2 AND purpose = 'sender_id_fee' AND status = 'pending'
+		WHERE account_id = $1 AND sender_id = $2 AND purpose = 'sender_id_fee' AND status IN ('pending', 'abandoned')
 			AND access_code IS NOT NULL AND created_at > now() - interval '1 day'
 		ORDER BY id DESC LIMIT 1`, accountID, senderID))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -139,6 +139,25 @@ func TestConfirmSenderFeeMarksFeePaidWithoutTouchingTheBalance(t *testing.T) {
 	if !paid || balance != 0 || fee != 600000 {
 		t.Errorf("fee_paid %v, balance %d, sender_id_fee entry %d; want true, 0, 600000", paid, balance, fee)
 	}
+	// The same fee paid again through a second checkout (two tabs) is not taken twice: it is
+	// credited to the wallet.
+	second, err := st.CreatePayment(ctx, persistence.NewPayment{AccountID: a.ID, Purpose: persistence.PurposeSenderFee, SenderID: &sender,
+		AmountCents: 600000, Email: a.Email, Provider: "paystack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = st.ConfirmPayment(ctx, persistence.PaymentConfirmation{Reference: second.Reference, PaidAt: time.Now()})
+	if err != nil || !res.Applied || res.Wallet == nil || res.Wallet.BalanceCents != 600000 {
+		t.Fatalf("the second fee payment = %+v, %v; want it applied to the wallet (600000)", res, err)
+	}
+	var fees, topups int64
+	if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE type = 'sender_id_fee'), count(*) FILTER (WHERE type = 'topup')
+		FROM wallet_transactions WHERE account_id = $1`, a.ID).Scan(&fees, &topups); err != nil {
+		t.Fatal(err)
+	}
+	if fees != 1 || topups != 1 {
+		t.Errorf("%d fee entries and %d top-ups; want the fee once and the second payment credited", fees, topups)
+	}
 	// A sender fee payment must name its sender.
 	if _, err := st.CreatePayment(ctx, persistence.NewPayment{AccountID: a.ID, Purpose: persistence.PurposeSenderFee, AmountCents: 1,
 		Email: a.Email, Provider: "paystack"}); err == nil {
@@ -224,5 +243,41 @@ func TestOpenPaymentsTakeTurns(t *testing.T) {
 		if !asked {
 			t.Errorf("%s not asked about in two rounds of 100 over 150 open checkouts", ref)
 		}
+	}
+}
+
+// A sender fee's checkout left (abandoned: closed, or an attempt declined) is still the one a
+// second pay gets: it can still be paid, and a second checkout could be paid too.
+func TestPendingSenderFeeIncludesAbandoned(t *testing.T) {
+	st, url := pgtest.NewStore(t)
+	ctx := context.Background()
+	a, err := st.CreateAccount(ctx, newAccount("fee-again@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	sender := persistence.NewID()
+	if _, err := conn.Exec(ctx, `INSERT INTO sender_ids (id, account_id, name, network, status, registration_fee_cents)
+		VALUES ($1, $2, 'ACME', 'safaricom', 'payment_pending', 600000)`, sender, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.CreatePayment(ctx, persistence.NewPayment{AccountID: a.ID, Purpose: persistence.PurposeSenderFee, SenderID: &sender,
+		AmountCents: 600000, Email: a.Email, Provider: "paystack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PaymentStarted(ctx, persistence.StartedPayment{ID: p.ID, AccessCode: "ac_1", AuthorizationURL: "https://checkout.example/ac_1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.MarkPayment(ctx, p.Reference, persistence.PaymentAbandoned, "declined"); err != nil {
+		t.Fatal(err)
+	}
+	open, err := st.PendingSenderFee(ctx, a.ID, sender)
+	if err != nil || open == nil || open.Reference != p.Reference {
+		t.Fatalf("the open fee checkout = %+v, %v; want the abandoned one, %s", open, err, p.Reference)
 	}
 }

@@ -374,15 +374,20 @@ func (s *Store) review(ctx context.Context, event SenderEvent, id uuid.UUID, not
 }
 
 // feePaid records, inside a payment's confirmation, that an application's fee is paid, and
-// moves it on when it was waiting for the fee; it returns the sender's name.
-func feePaid(ctx context.Context, tx pgx.Tx, accountID, id uuid.UUID) (string, error) {
-	var name string
-	if err := tx.QueryRow(ctx, `UPDATE sender_ids SET fee_paid = true, updated_at = now()
-		WHERE id = $1 AND account_id = $2 RETURNING name`, id, accountID).Scan(&name); err != nil {
-		return "", fmt.Errorf("sender %s: %w", id, err)
+// moves it on when it was waiting for the fee; it returns the sender's name, and again when
+// its fee was paid already (through another checkout).
+func feePaid(ctx context.Context, tx pgx.Tx, accountID, id uuid.UUID) (name string, again bool, err error) {
+	var before bool
+	if err := tx.QueryRow(ctx, `UPDATE sender_ids s SET fee_paid = true, updated_at = now()
+		FROM (SELECT id, fee_paid FROM sender_ids WHERE id = $1 AND account_id = $2 FOR UPDATE) old
+		WHERE s.id = old.id RETURNING s.name, old.fee_paid`, id, accountID).Scan(&name, &before); err != nil {
+		return "", false, fmt.Errorf("sender %s: %w", id, err)
+	}
+	if before {
+		return name, true, nil
 	}
 	if _, err := move(ctx, tx, eventFeePaid, id, &accountID, ""); err != nil && !errors.Is(err, ErrInvalidState) {
-		return "", err // not waiting for the fee (documents still to come, say): nothing to move
+		return "", false, err // not waiting for the fee (documents still to come, say): nothing to move
 	}
-	return name, nil
+	return name, false, nil
 }
