@@ -63,16 +63,23 @@ const cancelledProviderStatus = "CANCELLED"
 
 // CancelRemainder fails and refunds what of a job was never handed to a network: the whole
 // of a job not yet expanded (a scheduled or waiting campaign), else its queued messages. The
-// caller makes sure no link holds any of them. Messages already failed or refunded are not
-// again: transitions apply only from queued.
+// caller makes sure no link of this node holds any of them. A message under a submit mark
+// is left queued: another node (the account's owner before a takeover) or this one before a
+// crash may have handed it to a network, and its submit's outcome, or the ask of the job
+// resumed cancelled, settles it. Messages already failed or refunded are not again:
+// transitions apply only from queued.
 func (s *Store) CancelRemainder(ctx context.Context, jobID uuid.UUID) ([]WalletSnapshot, error) {
 	snaps, done, err := s.cancelUnexpanded(ctx, jobID)
 	if err != nil || done {
 		return snaps, err
 	}
+	after := uuid.Nil // past the marked ones left queued
 	for {
-		rows, err := s.pool.Query(ctx, `SELECT m.account_id, m.id FROM jobs j JOIN `+jobMessages+`
-			WHERE j.id = $1 AND m.status = 'queued' ORDER BY m.id LIMIT 5000`, jobID)
+		rows, err := s.pool.Query(ctx, `WITH marked AS (SELECT DISTINCT unnest(s.messages) AS id FROM submit_marks s
+				WHERE (SELECT account_id FROM jobs WHERE id = $1) = ANY(s.accounts))
+			SELECT m.account_id, m.id FROM jobs j JOIN `+jobMessages+`
+			WHERE j.id = $1 AND m.status = 'queued' AND m.id NOT IN (SELECT id FROM marked) AND m.id > $2
+			ORDER BY m.id LIMIT 5000`, jobID, after)
 		if err != nil {
 			return snaps, fmt.Errorf("cancel remainder: %w", err)
 		}
@@ -85,6 +92,7 @@ func (s *Store) CancelRemainder(ctx context.Context, jobID uuid.UUID) ([]WalletS
 				return snaps, fmt.Errorf("cancel remainder: %w", err)
 			}
 			fails = append(fails, f)
+			after = f.MessageID
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

@@ -256,3 +256,43 @@ func TestChunkedExpansionAndPartialCancel(t *testing.T) {
 		t.Errorf("balance %d after cancelling all of it (2 written and queued, 1 never written); want 1000", w.BalanceCents)
 	}
 }
+
+// A cancel leaves queued a message under a submit mark (another node, or this one before a
+// crash, may have handed it to a network: its submit or the job's ask settles it) and fails
+// and refunds the rest.
+func TestCancelRemainderLeavesMarkedMessages(t *testing.T) {
+	st, dbURL := pgtest.NewStore(t)
+	ctx := context.Background()
+	acct := fundedAccount(t, st, 1000)
+	j := job(acct, 50)
+	second := j.Inline[0]
+	second.ID, second.Recipient = persistence.NewID(), "+254712345679"
+	j.Inline = append(j.Inline, second)
+	j.Recipients, j.Units, j.CostCents = 2, 2, 100
+	if res, err := st.AcceptJobs(ctx, []persistence.NewJob{j}); err != nil || res[0].Err != nil {
+		t.Fatalf("accept: %v %+v", err, res)
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO submit_marks (id, network, accounts, messages, node) VALUES ($1, 1, $2, $3, 'node-a')`,
+		persistence.NewID(), []uuid.UUID{acct}, []uuid.UUID{j.Inline[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CancelRemainder(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	var marked, other string
+	if err := conn.QueryRow(ctx, `SELECT (SELECT status FROM messages WHERE id = $1), (SELECT status FROM messages WHERE id = $2)`,
+		j.Inline[0].ID, j.Inline[1].ID).Scan(&marked, &other); err != nil {
+		t.Fatal(err)
+	}
+	if marked != "queued" || other != "failed" {
+		t.Errorf("after the cancel the marked message is %s, the other %s; want queued and failed", marked, other)
+	}
+	if w, _ := st.Wallet(ctx, acct); w.BalanceCents != 950 {
+		t.Errorf("balance %d; want 950 (the unmarked message refunded, the marked one not)", w.BalanceCents)
+	}
+}
