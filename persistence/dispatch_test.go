@@ -296,3 +296,38 @@ func TestCancelRemainderLeavesMarkedMessages(t *testing.T) {
 		t.Errorf("balance %d; want 950 (the unmarked message refunded, the marked one not)", w.BalanceCents)
 	}
 }
+
+// A message written long after its job was accepted (a scheduled campaign's, a large send's)
+// has the acceptance time for its created_at and a later id: a date range on created_at finds
+// it, however late its row was written.
+func TestDateRangeFindsMessagesWrittenLater(t *testing.T) {
+	st, dbURL := pgtest.NewStore(t)
+	ctx := context.Background()
+	acct := fundedAccount(t, st, 1000)
+	j := job(acct, 50)
+	rs := []persistence.Recipient{{NSN: 712345678, Network: carriers.Safaricom}}
+	j.Inline, j.Pending = nil, persistence.EncodeRecipients(rs)
+	if res, err := st.AcceptJobs(ctx, []persistence.NewJob{j}); err != nil || res[0].Err != nil {
+		t.Fatalf("accept: %v %+v", err, res)
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var accepted time.Time // as if accepted two days before its rows are written
+	if err := conn.QueryRow(ctx, `UPDATE jobs SET created_at = created_at - interval '2 days' WHERE id = $1 RETURNING created_at`,
+		j.ID).Scan(&accepted); err != nil {
+		t.Fatal(err)
+	}
+	m := persistence.NewMessage{ID: persistence.NewID(), Recipient: rs[0].E164(), Network: carriers.Safaricom, Sender: "TUMA",
+		Parts: 1, Encoding: carriers.GSM7, CostCents: 50}
+	if ok, err := st.ExpandJob(ctx, j, 0, []persistence.NewMessage{m}, true); err != nil || !ok {
+		t.Fatalf("expand: %v %v", ok, err)
+	}
+	from, to := accepted.Truncate(24*time.Hour), accepted.Truncate(24*time.Hour).Add(24*time.Hour)
+	list, total, err := st.ListMessages(ctx, acct, persistence.MessageFilter{From: &from, To: &to}, persistence.Page{Number: 1, Size: 10})
+	if err != nil || total != 1 || len(list) != 1 || list[0].ID != m.ID {
+		t.Fatalf("messages of %s: %d listed, total %d, %v; want the one written two days later", from.Format(time.DateOnly), len(list), total, err)
+	}
+}

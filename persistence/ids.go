@@ -27,8 +27,9 @@ func NewID() uuid.UUID {
 	return uuid.Must(uuid.NewV7())
 }
 
-// idSlack is how far a row's created_at may be from the time in its UUIDv7 id: both are read
-// from clocks when the row is written (the node's for the id, PostgreSQL's for created_at).
+// idSlack is how far a row's id may be earlier than its created_at: both are read from clocks
+// (the node's for the id, PostgreSQL's for created_at). An id may be much later: a message's
+// created_at is its job's acceptance, and a scheduled campaign's rows are written when due.
 const idSlack = time.Hour
 
 // idFloor is the smallest UUIDv7 of the millisecond t: every id minted at t or later sorts at

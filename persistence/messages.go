@@ -145,15 +145,18 @@ func (s *Store) ListMessages(ctx context.Context, accountID uuid.UUID, f Message
 		args = append(args, int16(f.Network))
 		where = append(where, fmt.Sprintf("m.network = $%d", len(args)))
 	}
-	// A date range is also a range of the primary key (ids are UUIDv7, minted as rows are
-	// written), wide by idSlack, so the list and its count read only those days' rows.
+	// A date range's start is also one of the primary key (ids are UUIDv7, minted as rows are
+	// written, never before the message was accepted), less idSlack, so the list and its count
+	// read no older rows.
 	if f.From != nil {
 		args = append(args, *f.From, idFloor(f.From.Add(-idSlack)))
 		where = append(where, fmt.Sprintf("m.created_at >= $%d AND m.id >= $%d", len(args)-1, len(args)))
 	}
 	if f.To != nil {
-		args = append(args, *f.To, idFloor(f.To.Add(idSlack)))
-		where = append(where, fmt.Sprintf("m.created_at < $%d AND m.id < $%d", len(args)-1, len(args)))
+		// No id bound: an expanded row's id is minted when it is written, any time after its
+		// created_at (the job's acceptance), so only the lower bound holds.
+		args = append(args, *f.To)
+		where = append(where, fmt.Sprintf("m.created_at < $%d", len(args)))
 	}
 	from := "messages m"
 	if f.Reference != nil {
