@@ -56,6 +56,13 @@ func (f *fakeKeys) ReleaseIdempotencyKey(_ context.Context, k persistence.Idempo
 	return nil
 }
 
+func (f *fakeKeys) CompleteIdempotencyKey(_ context.Context, k persistence.IdempotencyKey, resp persistence.StoredResponse) error {
+	if resp.ResourceID != nil {
+		f.complete(k, *resp.ResourceID)
+	}
+	return nil
+}
+
 func (f *fakeKeys) complete(k persistence.IdempotencyKey, job uuid.UUID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
