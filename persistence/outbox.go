@@ -19,6 +19,9 @@ type Email struct {
 	HTML     string
 	Purpose  string // verification, verification_code, password_reset, …
 	Attempts int
+	// Lease is the claim's: the email is this worker's while its row's lease is this time.
+	// Every write of its outcome checks it (another node may have taken the email since).
+	Lease time.Time
 }
 
 // queueEmail adds an email to the outbox inside a transaction, so the mail exists exactly when
@@ -41,7 +44,7 @@ func (s *Store) ClaimEmails(ctx context.Context, lease time.Duration, limit int)
 		FROM (SELECT id FROM email_outbox WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
 			ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED) due
 		WHERE o.id = due.id
-		RETURNING o.id, o.to_address, o.subject, o.text_body, o.html_body, o.purpose, o.attempts`, lease, limit)
+		RETURNING o.id, o.to_address, o.subject, o.text_body, o.html_body, o.purpose, o.attempts, o.next_attempt_at`, lease, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim emails: %w", err)
 	}
@@ -49,7 +52,7 @@ func (s *Store) ClaimEmails(ctx context.Context, lease time.Duration, limit int)
 	var out []Email
 	for rows.Next() {
 		var e Email
-		if err := rows.Scan(&e.ID, &e.To, &e.Subject, &e.Text, &e.HTML, &e.Purpose, &e.Attempts); err != nil {
+		if err := rows.Scan(&e.ID, &e.To, &e.Subject, &e.Text, &e.HTML, &e.Purpose, &e.Attempts, &e.Lease); err != nil {
 			return nil, fmt.Errorf("claim emails: %w", err)
 		}
 		out = append(out, e)
@@ -57,10 +60,29 @@ func (s *Store) ClaimEmails(ctx context.Context, lease time.Duration, limit int)
 	return out, rows.Err()
 }
 
-// EmailSent records a delivered email.
-func (s *Store) EmailSent(ctx context.Context, id uuid.UUID) error {
-	if _, err := s.pool.Exec(ctx, `UPDATE email_outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = $1`,
-		id); err != nil {
+// ErrEmailLeaseLost: the email's lease ended and another worker may have taken it.
+var ErrEmailLeaseLost = errors.New("the email's lease was lost")
+
+// RenewEmail extends a claimed email's lease just before it is delivered, and returns it with
+// the new lease; ErrEmailLeaseLost when the claim no longer holds it (a round that ran past
+// the lease: another worker may be delivering it).
+func (s *Store) RenewEmail(ctx context.Context, e Email, lease time.Duration) (Email, error) {
+	err := s.pool.QueryRow(ctx, `UPDATE email_outbox SET next_attempt_at = now() + $3::interval
+		WHERE id = $1 AND next_attempt_at = $2 AND sent_at IS NULL AND failed_at IS NULL RETURNING next_attempt_at`,
+		e.ID, e.Lease, lease).Scan(&e.Lease)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, ErrEmailLeaseLost
+	}
+	if err != nil {
+		return e, fmt.Errorf("renew email lease: %w", err)
+	}
+	return e, nil
+}
+
+// EmailSent records a delivered email, while its lease holds.
+func (s *Store) EmailSent(ctx context.Context, e Email) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE email_outbox SET sent_at = now(), attempts = attempts + 1, last_error = NULL
+		WHERE id = $1 AND next_attempt_at = $2`, e.ID, e.Lease); err != nil {
 		return fmt.Errorf("mark email sent: %w", err)
 	}
 	return nil
@@ -69,13 +91,13 @@ func (s *Store) EmailSent(ctx context.Context, id uuid.UUID) error {
 // EmailFailed records a failed attempt and tries again after `after`, unless the email was
 // queued at least giveUp ago (0: never give up): then it is marked failed and never claimed
 // again, and gaveUp is true. Ages are by the database's clock, like the leases.
-func (s *Store) EmailFailed(ctx context.Context, id uuid.UUID, cause string, after, giveUp time.Duration) (gaveUp bool, err error) {
+func (s *Store) EmailFailed(ctx context.Context, e Email, cause string, after, giveUp time.Duration) (gaveUp bool, err error) {
 	err = s.pool.QueryRow(ctx, `UPDATE email_outbox SET attempts = attempts + 1, last_error = $2,
 			next_attempt_at = now() + $3::interval,
 			failed_at = CASE WHEN $4::interval > '0' AND created_at <= now() - $4::interval THEN now() END
-		WHERE id = $1 RETURNING failed_at IS NOT NULL`, id, cause, after, giveUp).Scan(&gaveUp)
+		WHERE id = $1 AND next_attempt_at = $5 RETURNING failed_at IS NOT NULL`, e.ID, cause, after, giveUp, e.Lease).Scan(&gaveUp)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil // gone: nothing left to retry
+		return false, nil // gone, or its lease lost (another worker has it): nothing of ours to retry
 	}
 	if err != nil {
 		return false, fmt.Errorf("mark email failed: %w", err)

@@ -2,12 +2,12 @@ package mail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tuma-sms/tuma/persistence"
@@ -16,8 +16,9 @@ import (
 // Store is where the outbox keeps its emails.
 type Store interface {
 	ClaimEmails(ctx context.Context, lease time.Duration, limit int) ([]persistence.Email, error)
-	EmailSent(ctx context.Context, id uuid.UUID) error
-	EmailFailed(ctx context.Context, id uuid.UUID, cause string, after, giveUp time.Duration) (gaveUp bool, err error)
+	RenewEmail(ctx context.Context, e persistence.Email, lease time.Duration) (persistence.Email, error)
+	EmailSent(ctx context.Context, e persistence.Email) error
+	EmailFailed(ctx context.Context, e persistence.Email, cause string, after, giveUp time.Duration) (gaveUp bool, err error)
 	PendingEmails(ctx context.Context) (int64, error)
 }
 
@@ -80,35 +81,48 @@ func (o *Outbox) Poll() time.Duration { return o.opts.Poll }
 // leaseFor bounds how long a claimed email is held before another worker may take it.
 const leaseFor = time.Minute
 
-// Claim leases up to limit emails that are due.
-func (o *Outbox) Claim(ctx context.Context, limit int) ([]persistence.Email, error) {
+// Claim leases up to limit emails that are due; each carries its lease, renewed as it goes.
+func (o *Outbox) Claim(ctx context.Context, limit int) ([]*persistence.Email, error) {
 	emails, err := o.store.ClaimEmails(ctx, leaseFor, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim emails: %w", err)
 	}
-	return emails, nil
+	out := make([]*persistence.Email, len(emails))
+	for i := range emails {
+		out[i] = &emails[i]
+	}
+	return out, nil
 }
 
-// Deliver hands one email to the mail server.
-func (o *Outbox) Deliver(ctx context.Context, e persistence.Email) error {
+// Deliver hands one email to the mail server, once its lease is renewed: a round of slow
+// deliveries can outlast the claim's lease, and another node's worker then takes the rest.
+func (o *Outbox) Deliver(ctx context.Context, e *persistence.Email) error {
+	renewed, err := o.store.RenewEmail(ctx, *e, leaseFor)
+	if err != nil {
+		return err
+	}
+	*e = renewed
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return o.sender.Send(ctx, e)
+	return o.sender.Send(ctx, *e)
 }
 
 // Delivered records an email the mail server took.
-func (o *Outbox) Delivered(ctx context.Context, e persistence.Email) error {
+func (o *Outbox) Delivered(ctx context.Context, e *persistence.Email) error {
 	o.sent.Inc()
-	if err := o.store.EmailSent(ctx, e.ID); err != nil {
+	if err := o.store.EmailSent(ctx, *e); err != nil {
 		return fmt.Errorf("record email sent: %w", err)
 	}
 	return nil
 }
 
 // Failed schedules a retry, or records that the email is given up on.
-func (o *Outbox) Failed(ctx context.Context, e persistence.Email, cause error) error {
+func (o *Outbox) Failed(ctx context.Context, e *persistence.Email, cause error) error {
+	if errors.Is(cause, persistence.ErrEmailLeaseLost) {
+		return nil // another worker has it: not ours to record
+	}
 	after := o.backoff(e.Attempts)
-	gaveUp, err := o.store.EmailFailed(ctx, e.ID, cause.Error(), after, o.opts.GiveUp)
+	gaveUp, err := o.store.EmailFailed(ctx, *e, cause.Error(), after, o.opts.GiveUp)
 	if err != nil {
 		return fmt.Errorf("record email failure: %w", err)
 	}

@@ -34,7 +34,7 @@ func (w waker) Wake() { w.engine.Wake(w.name) }
 // startWorkers hands the node's background loops to the engine, which runs each as a
 // supervised actor and stops them first when it stops (so what they hand it is still taken).
 func (a *App) startWorkers() error {
-	mail := actors.Outbox[persistence.Email]{Claim: a.outbox.Claim, Deliver: a.outbox.Deliver,
+	mail := actors.Outbox[*persistence.Email]{Claim: a.outbox.Claim, Deliver: a.outbox.Deliver,
 		Delivered: a.outbox.Delivered, Failed: a.outbox.Failed, AfterRound: a.outbox.CountPending}
 	reconcile := payments.ReconcileOptions{}.WithDefaults()
 	workers := []actors.Worker{
