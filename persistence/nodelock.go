@@ -1,7 +1,10 @@
-// Node lock: one node per database until the cluster settings make several safe. Two nodes
-// started on one database both resume its open jobs and dispatch them (measured: 34,739 of
-// 114,739 submissions sent twice), so a single node holds a PostgreSQL advisory lock on a
-// connection of its own for its whole life, and a second one refuses to start.
+// Node lock: one node per database unless they run as a cluster. Two nodes started on one
+// database both resume its open jobs and dispatch them (measured: 34,739 of 114,739
+// submissions sent twice), so a single node holds a PostgreSQL advisory lock on a connection
+// of its own for its whole life, and a second one refuses to start. A cluster's nodes hold the
+// same lock shared (a single node beside them is refused, and refuses them), and each its
+// node id's lock alone: two nodes with one TUMA_NODE_ID would take each other's submits for
+// their own and send them again.
 
 package persistence
 
@@ -10,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +33,9 @@ type NodeRunningError struct {
 	Holder string     // the holder's application_name: "tuma <http address> pid <n> on <host>"
 	Client netip.Addr // where it connects from; invalid over a Unix socket
 	Since  time.Time  // when its lock connection was opened
+	// SameID: the holder is a cluster node with this node's TUMA_NODE_ID ("": the holder is a
+	// single node, or a cluster beside this single node).
+	SameID string
 }
 
 func (e *NodeRunningError) Error() string {
@@ -36,15 +43,20 @@ func (e *NodeRunningError) Error() string {
 	if e.Client.IsValid() {
 		from = " from " + e.Client.String()
 	}
+	if e.SameID != "" {
+		return fmt.Sprintf("another node of the cluster has TUMA_NODE_ID %q: %q%s, up since %s; two nodes with one id "+
+			"send each other's messages twice: give this one an id of its own", e.SameID, e.Holder, from, e.Since.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("another Tuma node is running on this database: %q%s, up since %s; "+
-		"several nodes on one database send messages twice until they run as a cluster: stop that node, "+
+		"several nodes on one database send messages twice unless all run as one cluster (TUMA_CLUSTER_ADDR): stop that node, "+
 		"or give this one its own TUMA_DATABASE_URL", e.Holder, from, e.Since.UTC().Format(time.RFC3339))
 }
 
 // NodeLock is this node's hold on its database.
 type NodeLock struct {
-	url  string
-	name string
+	url    string
+	name   string
+	member string // a cluster node's id; "": a single node
 
 	mu   sync.Mutex
 	conn *pgx.Conn // nil while lost
@@ -54,21 +66,24 @@ type NodeLock struct {
 // application_name, at most 63 bytes). While another node holds it, it tries again every
 // quarter second for up to wait (a node killed a moment ago leaves its lock until PostgreSQL
 // notices), then returns a *NodeRunningError naming the holder.
-func LockNode(ctx context.Context, url, name string, wait time.Duration) (*NodeLock, error) {
-	l := &NodeLock{url: url, name: truncate(name, 63)}
+//
+// member is a cluster node's id (TUMA_NODE_ID): the lock is then taken shared, with the id's
+// own; "" is a single node's.
+func LockNode(ctx context.Context, url, name, member string, wait time.Duration) (*NodeLock, error) {
+	l := &NodeLock{url: url, name: truncate(name, 63), member: member}
 	deadline := time.Now().Add(wait)
 	for {
 		conn, err := l.connect(ctx)
 		if err != nil {
 			return nil, err
 		}
-		held, err := takeLock(ctx, conn)
+		held, err := l.take(ctx, conn)
 		if err == nil && held {
 			l.conn = conn
 			return l, nil
 		}
 		if err == nil {
-			err = holder(ctx, conn)
+			err = l.holder(ctx, conn)
 		}
 		conn.Close(context.Background())
 		var running *NodeRunningError
@@ -96,23 +111,52 @@ func (l *NodeLock) connect(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-func takeLock(ctx context.Context, conn *pgx.Conn) (bool, error) {
+// take takes the lock on conn: alone for a single node; shared, with its id's alone, for a
+// cluster's. A lock not taken stays with conn, which the caller then closes.
+func (l *NodeLock) take(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	var held bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, nodeLockKey).Scan(&held); err != nil {
+	q, args := `SELECT pg_try_advisory_lock($1)`, []any{nodeLockKey}
+	if l.member != "" {
+		q, args = `SELECT pg_try_advisory_lock_shared($1) AND pg_try_advisory_lock(`+memberKey+`)`, []any{nodeLockKey, l.member}
+	}
+	if err := conn.QueryRow(ctx, q, args...).Scan(&held); err != nil {
 		return false, fmt.Errorf("node lock: %w", err)
 	}
 	return held, nil
 }
 
-// holder describes the session holding the lock as a *NodeRunningError.
-func holder(ctx context.Context, conn *pgx.Conn) error {
+// memberKey is the advisory lock of the cluster node id $2.
+const memberKey = `hashtextextended('tuma-node:' || $2::text, 0)`
+
+// holder describes the session holding what this node could not take as a *NodeRunningError:
+// another node with its id, else the node holding the database alone, or one of the cluster's.
+func (l *NodeLock) holder(ctx context.Context, conn *pgx.Conn) error {
+	if l.member != "" {
+		if err := holderOf(ctx, conn, strings.ReplaceAll(memberKey, "$2", "$1"), l.member); err != nil {
+			var e *NodeRunningError
+			if errors.As(err, &e) && e.Holder != "" {
+				e.SameID = l.member
+			}
+			return err
+		}
+	}
+	return holderOf(ctx, conn, `$1::bigint`, nodeLockKey)
+}
+
+// holderOf describes the session holding the advisory lock keyExpr (of $1) as a
+// *NodeRunningError; nil when none holds it (a cluster node: its id's lock is free).
+func holderOf(ctx context.Context, conn *pgx.Conn, keyExpr string, arg any) error {
 	e := &NodeRunningError{}
 	var client *netip.Addr
 	err := conn.QueryRow(ctx, `SELECT a.application_name, a.client_addr, a.backend_start
 		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-			AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = $1`, nodeLockKey).Scan(&e.Holder, &client, &e.Since)
-	if errors.Is(err, pgx.ErrNoRows) { // released between the two statements
+			AND a.pid <> pg_backend_pid() AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = `+keyExpr+`
+		ORDER BY a.backend_start LIMIT 1`, arg).Scan(&e.Holder, &client, &e.Since)
+	if errors.Is(err, pgx.ErrNoRows) { // released between the two statements, or free
+		if keyExpr != `$1::bigint` {
+			return nil // a cluster node's id: free
+		}
 		e.Holder = "(a node that has just stopped)"
 		return e
 	}
@@ -160,13 +204,13 @@ func (l *NodeLock) check(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return nil // still unreachable: nobody else can take it through a database that is down
 	}
-	held, err := takeLock(cctx, conn)
+	held, err := l.take(cctx, conn)
 	if err != nil {
 		conn.Close(context.Background())
 		return nil
 	}
 	if !held {
-		err := holder(cctx, conn)
+		err := l.holder(cctx, conn)
 		conn.Close(context.Background())
 		return fmt.Errorf("%w: %w", ErrNodeLockLost, err)
 	}

@@ -1,4 +1,5 @@
-// The node lock: until several nodes can run as a cluster, a node holds its database alone.
+// The node lock: a single node holds its database alone; a cluster's nodes share it, each
+// with a node id of its own.
 
 package app
 
@@ -32,11 +33,15 @@ func (a *App) nodeName() string {
 // lockNode takes the node lock and keeps it in the background until stopLock; a lock taken
 // by another node in a database outage ends the node through lockLost.
 func (a *App) lockNode(ctx context.Context) error {
-	if a.shareDatabase || a.cfg.ClusterAddr != "" { // the nodes of a cluster share it, fenced
+	if a.shareDatabase {
 		return nil
 	}
+	member := "" // a single node holds the database alone; a cluster's nodes share it, fenced
+	if a.cfg.ClusterAddr != "" {
+		member = a.cfg.NodeID
+	}
 	a.front.SetStage("taking the node lock")
-	lock, err := persistence.LockNode(ctx, a.cfg.DatabaseURL, a.nodeName(), a.cfg.NodeLockWait)
+	lock, err := persistence.LockNode(ctx, a.cfg.DatabaseURL, a.nodeName(), member, a.cfg.NodeLockWait)
 	var running *persistence.NodeRunningError
 	if errors.As(err, &running) {
 		return err

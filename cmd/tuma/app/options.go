@@ -245,7 +245,7 @@ func options() []option {
 				return nil
 			},
 			func(c *Config) string { return strings.Join(c.ClusterPeers, ",") }},
-		{"TUMA_NODE_ID", "", "a stable name for this node in leases, fences and logs, at most 63 characters (default: TUMA_CLUSTER_ADDR; a single node needs none)", false,
+		{"TUMA_NODE_ID", "", "a stable name for this node in leases, fences and logs, at most 63 characters, one node's alone (default: TUMA_CLUSTER_ADDR; a single node needs none)", false,
 			func(c *Config, v string) error {
 				if len(v) > 63 {
 					return errors.New("at most 63 characters")
