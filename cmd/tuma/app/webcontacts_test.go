@@ -403,28 +403,3 @@ func TestDashboardContactsPagesHeaders(t *testing.T) {
 		}
 	}
 }
-
-// A form naming a group deleted since it was drawn says so beside the group (422), as the
-// API does, keeps what was typed, and adds nothing; before, it was a "Page not found" page.
-func TestDashboardFormsWithADeletedGroup(t *testing.T) {
-	n := startNode(t, fastSims)
-	a := n.register("gone@example.com")
-	n.credit(a, "100")
-	keep, gone := n.group(a, "Kept"), n.group(a, "Gone")
-	n.contact(a, keep, "0712000001", "Jo", "")
-	p := n.pages(t)
-	p.signIn(a)
-	tok := p.token("/app/contacts")
-	p.do("POST", "/app/contacts/groups/"+gone+"/delete", url.Values{"_csrf": {tok}})
-	r := p.do("POST", "/app/contacts", url.Values{"_csrf": {tok}, "phone": {"0712000555"}, "first_name": {"Amani"}, "group_id": {gone}})
-	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "is not one of your groups") || !strings.Contains(r.Body, "Amani") {
-		t.Errorf("add a contact to a deleted group = %d:\n%.3000s", r.Status, r.Body)
-	}
-	c := p.post("/app/campaigns/new", "/app/campaigns", campaignForm("To nobody", gone, "Hi", "k-gone"))
-	if c.Status != http.StatusUnprocessableEntity || !strings.Contains(c.Body, "is not one of your groups") {
-		t.Errorf("a campaign to a deleted group = %d:\n%.3000s", c.Status, c.Body)
-	}
-	if got := n.sqlInt(`SELECT count(*) FROM contacts WHERE account_id = $1`, a.ID) + n.sqlInt(`SELECT count(*) FROM campaigns`); got != 1 {
-		t.Errorf("%d contacts and campaigns; want the one contact", got)
-	}
-}

@@ -73,9 +73,6 @@ func (p *Pages) newForm(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	return p.renderForm(ctx, rc, http.StatusOK, f, nil, nil)
 }
 
-// groupGone is said of a group a form chose that is not (or no longer) the account's.
-const groupGone = "is not one of your groups (it may have been deleted since this page was drawn): choose another"
-
 // renderForm draws the create form with f's values, showing err's problem in it when a form
 // can (400, 402, 409, 422; others become error pages), and a preview when one was asked.
 func (p *Pages) renderForm(ctx context.Context, rc *fasthttp.RequestCtx, status int, f *web.Form, err error, pv *previewData) error {
@@ -239,10 +236,6 @@ func (p *Pages) create(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		return p.renderForm(ctx, rc, http.StatusUnprocessableEntity, f, nil, nil)
 	}
 	c, replayed, err := p.Ops.Create(ctx, web.AccountID(rc), in, f.Get("idempotency_key"))
-	if api.ProblemOf(err).Status == http.StatusNotFound { // the group chosen, deleted since the form was drawn
-		f.AddError("group_id", groupGone)
-		return p.renderForm(ctx, rc, http.StatusUnprocessableEntity, f, nil, nil)
-	}
 	if err != nil {
 		return p.renderForm(ctx, rc, 0, f, err, nil)
 	}

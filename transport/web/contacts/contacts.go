@@ -216,14 +216,7 @@ func (p *Pages) add(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	f := web.ReadForm(rc)
 	in := book.ContactInput{Phone: field(f, "phone"), FirstName: field(f, "first_name"), LastName: field(f, "last_name")}
 	if g := f.Get("group_id"); g != "" {
-		err := p.ownGroup(ctx, acct, g)
-		if api.ProblemOf(err).Status == http.StatusNotFound {
-			// Deleted since the form was drawn, or never the account's: said on the form, as the
-			// API's 422 does; nothing changes.
-			f.AddError("group_id", "is not one of your groups (it may have been deleted since this page was drawn): choose another")
-			return p.renderList(ctx, rc, http.StatusUnprocessableEntity, f)
-		}
-		if err != nil {
+		if err := p.ownGroup(ctx, acct, g); err != nil {
 			return err
 		}
 		in.GroupID = &g
