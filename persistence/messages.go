@@ -139,7 +139,13 @@ func (s *Store) ListMessages(ctx context.Context, accountID uuid.UUID, f Message
 	}
 	if f.CampaignID != nil {
 		args = append(args, *f.CampaignID)
-		where = append(where, fmt.Sprintf("m.campaign_id = $%d", len(args)))
+		// Its job's range of the primary key, as for a job: campaign_id has no index, and the
+		// account's every message was read.
+		where = append(where, fmt.Sprintf(`m.campaign_id = $%[1]d
+			AND m.id >= coalesce((SELECT j.first_message_id FROM campaigns c JOIN jobs j ON j.id = c.job_id WHERE c.id = $%[1]d),
+				'00000000-0000-0000-0000-000000000000')
+			AND m.id <= coalesce((SELECT j.last_message_id FROM campaigns c JOIN jobs j ON j.id = c.job_id WHERE c.id = $%[1]d),
+				'ffffffff-ffff-ffff-ffff-ffffffffffff')`, len(args)))
 	}
 	if f.Network != carriers.NetworkUnknown {
 		args = append(args, int16(f.Network))
