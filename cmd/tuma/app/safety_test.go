@@ -40,7 +40,17 @@ func TestRetryAfterTimeoutIsChargedOnce(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil { // the held-up commit now goes through
 		t.Fatal(err)
 	}
-	retry := n.send(a, body, "Idempotency-Key", "order-7")
+	// While the first still runs, a retry is 409 (CONTRACT §1); once it is done, the retry
+	// gets its outcome.
+	var retry response
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		retry = n.send(a, body, "Idempotency-Key", "order-7")
+		if retry.Status != 409 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if retry.Status != 202 {
 		t.Fatalf("retry = %d %s; want 202", retry.Status, retry.Body)
 	}
@@ -57,7 +67,8 @@ func TestRetryAfterTimeoutIsChargedOnce(t *testing.T) {
 	}
 }
 
-// Concurrent requests with one key: one runs, the others wait for its outcome and replay it.
+// Concurrent requests with one key: one runs; the others replay its outcome, or are 409 while
+// it still runs (CONTRACT §1); a request after it has its outcome.
 func TestConcurrentSameKeyRunsOnce(t *testing.T) {
 	n := startNode(t, fastSims)
 	a := n.register("samekey@example.com")
@@ -68,20 +79,28 @@ func TestConcurrentSameKeyRunsOnce(t *testing.T) {
 	for i := range jobs {
 		wg.Go(func() {
 			r := n.send(a, body, "Idempotency-Key", "same")
-			if r.Status != 202 {
-				t.Errorf("concurrent send = %d %s; want 202 (run, or the first outcome replayed)", r.Status, r.Body)
-				return
+			switch r.Status {
+			case 409:
+				r.problem(t, 409, "idempotency_key_in_use")
+			case 202:
+				jobs[i] = r.json(t)["job_id"].(string)
+			default:
+				t.Errorf("concurrent send = %d %s; want 202 (run, or the first outcome replayed) or 409", r.Status, r.Body)
 			}
-			jobs[i] = r.json(t)["job_id"].(string)
 		})
 	}
 	wg.Wait()
 	if got := n.sqlInt(`SELECT count(*) FROM jobs WHERE account_id = $1`, a.ID); got != 1 {
 		t.Fatalf("%d jobs; want 1", got)
 	}
+	after := n.send(a, body, "Idempotency-Key", "same")
+	if after.Status != 202 {
+		t.Fatalf("the key once its request is done = %d %s; want 202", after.Status, after.Body)
+	}
+	job := after.json(t)["job_id"].(string)
 	for _, j := range jobs {
-		if j != jobs[0] {
-			t.Errorf("replays name different jobs: %v", jobs)
+		if j != "" && j != job {
+			t.Errorf("replays name different jobs: %v, then %s", jobs, job)
 		}
 	}
 }

@@ -427,12 +427,7 @@ func (h *Handler) changePassword(ctx context.Context, rc *fasthttp.RequestCtx) e
 // same rules and errors (new_password's beside it, a wrong current password 400
 // invalid_current_password), and every session and access token ends with it.
 func (h *Handler) ChangePassword(ctx context.Context, accountID uuid.UUID, current, next string) error {
-	var fe api.FieldErrors
-	if current == "" {
-		fe.Add("current_password", "is required")
-	}
-	checkPassword(&fe, "new_password", next)
-	if err := fe.Err(); err != nil {
+	if err := (passwordChange{current: current, next: next}).check(); err != nil {
 		return err
 	}
 	a, err := h.store.AccountByID(ctx, accountID)

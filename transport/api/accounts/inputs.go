@@ -187,7 +187,18 @@ func parsePasswordChange(body []byte) (passwordChange, error) {
 	if err := api.ParseJSON(body, &in); err != nil {
 		return passwordChange{}, err
 	}
-	return passwordChange{current: in.CurrentPassword, next: in.NewPassword}, nil // checked by ChangePassword
+	pc := passwordChange{current: in.CurrentPassword, next: in.NewPassword}
+	return pc, pc.check()
+}
+
+// check applies the rules of a password change: a 422 naming the fields that break them.
+func (pc passwordChange) check() error {
+	var fe api.FieldErrors
+	if pc.current == "" {
+		fe.Add("current_password", "is required")
+	}
+	checkPassword(&fe, "new_password", pc.next)
+	return fe.Err()
 }
 
 // codeBody is the body of POST /auth/verify-code.
