@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tuma-sms/tuma/persistence"
@@ -102,10 +103,12 @@ func TestConfirmTopupCreditsOnceUnderConcurrency(t *testing.T) {
 	}
 }
 
-func TestConfirmSenderFeeMarksFeePaidWithoutTouchingTheBalance(t *testing.T) {
+// feeFixture is an account with a sender ID waiting for its fee, and a checkout of that fee.
+func feeFixture(t *testing.T, email string) (*persistence.Store, *pgx.Conn, persistence.Account, uuid.UUID, persistence.Payment) {
+	t.Helper()
 	st, url := pgtest.NewStore(t)
 	ctx := context.Background()
-	a, err := st.CreateAccount(ctx, newAccount("brand@example.com"))
+	a, err := st.CreateAccount(ctx, newAccount(email))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +116,7 @@ func TestConfirmSenderFeeMarksFeePaidWithoutTouchingTheBalance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	t.Cleanup(func() { conn.Close(context.Background()) })
 	sender := persistence.NewID()
 	if _, err := conn.Exec(ctx, `INSERT INTO sender_ids (id, account_id, name, network, status, registration_fee_cents)
 		VALUES ($1, $2, 'ACME', 'safaricom', 'payment_pending', 600000)`, sender, a.ID); err != nil {
@@ -124,6 +127,12 @@ func TestConfirmSenderFeeMarksFeePaidWithoutTouchingTheBalance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, conn, a, sender, p
+}
+
+func TestConfirmSenderFeeMarksFeePaidWithoutTouchingTheBalance(t *testing.T) {
+	st, conn, a, sender, p := feeFixture(t, "brand@example.com")
+	ctx := context.Background()
 	res, err := st.ConfirmPayment(ctx, persistence.PaymentConfirmation{Reference: p.Reference, PaidAt: time.Now()})
 	if err != nil || !res.Applied || res.Wallet != nil {
 		t.Fatalf("confirm = %+v, %v; want applied without a wallet change", res, err)
@@ -249,27 +258,8 @@ func TestOpenPaymentsTakeTurns(t *testing.T) {
 // A sender fee's checkout left (abandoned: closed, or an attempt declined) is still the one a
 // second pay gets: it can still be paid, and a second checkout could be paid too.
 func TestPendingSenderFeeIncludesAbandoned(t *testing.T) {
-	st, url := pgtest.NewStore(t)
+	st, _, a, sender, p := feeFixture(t, "fee-again@example.com")
 	ctx := context.Background()
-	a, err := st.CreateAccount(ctx, newAccount("fee-again@example.com"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	sender := persistence.NewID()
-	if _, err := conn.Exec(ctx, `INSERT INTO sender_ids (id, account_id, name, network, status, registration_fee_cents)
-		VALUES ($1, $2, 'ACME', 'safaricom', 'payment_pending', 600000)`, sender, a.ID); err != nil {
-		t.Fatal(err)
-	}
-	p, err := st.CreatePayment(ctx, persistence.NewPayment{AccountID: a.ID, Purpose: persistence.PurposeSenderFee, SenderID: &sender,
-		AmountCents: 600000, Email: a.Email, Provider: "paystack"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := st.PaymentStarted(ctx, persistence.StartedPayment{ID: p.ID, AccessCode: "ac_1", AuthorizationURL: "https://checkout.example/ac_1"}); err != nil {
 		t.Fatal(err)
 	}
