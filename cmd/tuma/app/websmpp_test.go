@@ -139,11 +139,7 @@ func TestDashboardSMPPFormSentTwiceMakesOne(t *testing.T) {
 	p := n.pages(t)
 	p.signIn(a)
 	const list = "/app/developers/smpp"
-	m := formKeyRE.FindStringSubmatch(p.get(list).Body)
-	if m == nil {
-		t.Fatal("the create form has no form_key")
-	}
-	form := url.Values{"system_id": {"twice_esme"}, "max_binds": {"2"}, "allowed_ips": {""}, "form_key": {m[1]}}
+	form := url.Values{"system_id": {"twice_esme"}, "max_binds": {"2"}, "allowed_ips": {""}, "form_key": {p.formKey(list)}}
 	first := p.post(list, list, form)
 	c := smppCredRE.FindStringSubmatch(first.Body)
 	if first.Status != http.StatusCreated || c == nil {

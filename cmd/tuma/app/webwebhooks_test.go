@@ -335,6 +335,16 @@ func TestDashboardWebhooksInBrowser(t *testing.T) {
 
 var formKeyRE = regexp.MustCompile(`name="form_key" value="([^"]+)"`)
 
+// formKey is the key the create form at path carries, drawn anew each time it is shown.
+func (p *pages) formKey(path string) string {
+	p.t.Helper()
+	m := formKeyRE.FindStringSubmatch(p.get(path).Body)
+	if m == nil {
+		p.t.Fatalf("the create form at %s has no form_key", path)
+	}
+	return m[1]
+}
+
 // The create form sent twice (a reload of the page with the secret, a double click) adds one
 // endpoint: the second answer leads to it, saying so, without the secret.
 func TestDashboardWebhookFormSentTwiceAddsOne(t *testing.T) {
@@ -343,12 +353,9 @@ func TestDashboardWebhookFormSentTwiceAddsOne(t *testing.T) {
 	p := n.pages(t)
 	p.signIn(a)
 	const list = "/app/developers/webhooks"
-	m := formKeyRE.FindStringSubmatch(p.get(list).Body)
-	if m == nil {
-		t.Fatal("the create form has no form_key")
-	}
+	key := p.formKey(list)
 	form := hookForm("https://93.184.216.34/h", "orders", "*")
-	form.Set("form_key", m[1])
+	form.Set("form_key", key)
 	id, _ := createdHook(t, p.post(list, list, form))
 	again := p.post(list, list, form)
 	if again.Status != http.StatusSeeOther || again.Header.Get("Location") != list+"/"+id {
@@ -360,7 +367,7 @@ func TestDashboardWebhookFormSentTwiceAddsOne(t *testing.T) {
 	if got := n.sqlInt(`SELECT count(*) FROM webhook_endpoints WHERE account_id = $1`, a.ID); got != 1 {
 		t.Errorf("%d endpoints; want 1", got)
 	}
-	if m2 := formKeyRE.FindStringSubmatch(p.get(list).Body); m2 == nil || m2[1] == m[1] {
+	if p.formKey(list) == key {
 		t.Errorf("the form drawn again has the same key: a second endpoint could not be added")
 	}
 }
