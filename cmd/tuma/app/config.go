@@ -226,6 +226,13 @@ func (c *Config) finish() error {
 		if c.NodeID == "" {
 			c.NodeID = c.ClusterAddr
 		}
+		if l := c.ClusterPauseLimit; l != 0 && (l < minPauseLimit || l >= evictionWait) {
+			// Past the others' health-check wait, a node they evicted during a pause would not
+			// notice it; far below it, the collector's and the scheduler's own pauses would
+			// restart a healthy node.
+			return fmt.Errorf("invalid configuration: TUMA_CLUSTER_PAUSE_LIMIT=%s must be at least %s and below %s (the others evict a node that does not answer their health check for %s), or 0 for off",
+				l, minPauseLimit, evictionWait, evictionWait)
+		}
 		if c.JWTSecretGenerated {
 			// Each node would sign (and seal webhook secrets) with a secret of its own: a login
 			// made on one node would fail on the others.
@@ -239,6 +246,13 @@ func (c *Config) finish() error {
 	}
 	return nil
 }
+
+// The pause limit's bounds: evictionWait is how long the other members wait on a node's
+// health check before evicting it (protoactor's automanaged provider, notes/wave3.md).
+const (
+	minPauseLimit = 100 * time.Millisecond
+	evictionWait  = 2 * time.Second
+)
 
 // loopbackAddr reports whether a listen address only accepts connections from this machine.
 func loopbackAddr(addr string) bool {

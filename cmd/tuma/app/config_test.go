@@ -57,6 +57,10 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{map[string]string{"TUMA_CLUSTER_ADDR": "127.0.0.1:7101", "TUMA_CLUSTER_PEERS": "127.0.0.1:7111",
 			"TUMA_JWT_SECRET": strings.Repeat("s", 32)}, "TUMA_CLUSTER_PEERS"},
 		{map[string]string{"TUMA_CLUSTER_ADDR": "127.0.0.1:7101", "TUMA_CLUSTER_PEERS": "127.0.0.1:7101,127.0.0.1:7111"}, "TUMA_JWT_SECRET"},
+		{map[string]string{"TUMA_CLUSTER_ADDR": "127.0.0.1:7101", "TUMA_CLUSTER_PEERS": "127.0.0.1:7101,127.0.0.1:7111",
+			"TUMA_JWT_SECRET": strings.Repeat("s", 32), "TUMA_CLUSTER_PAUSE_LIMIT": "2s"}, "TUMA_CLUSTER_PAUSE_LIMIT"},
+		{map[string]string{"TUMA_CLUSTER_ADDR": "127.0.0.1:7101", "TUMA_CLUSTER_PEERS": "127.0.0.1:7101,127.0.0.1:7111",
+			"TUMA_JWT_SECRET": strings.Repeat("s", 32), "TUMA_CLUSTER_PAUSE_LIMIT": "10ms"}, "TUMA_CLUSTER_PAUSE_LIMIT"},
 		{map[string]string{"TUMA_NODE_ID": strings.Repeat("n", 64)}, "TUMA_NODE_ID"},
 	}
 	for _, tt := range tests {
