@@ -331,3 +331,67 @@ func TestDateRangeFindsMessagesWrittenLater(t *testing.T) {
 		t.Fatalf("messages of %s: %d listed, total %d, %v; want the one written two days later", from.Format(time.DateOnly), len(list), total, err)
 	}
 }
+
+// v7At is a UUIDv7 of the time t (random below the millisecond), as a row written then has.
+func v7At(t time.Time) uuid.UUID {
+	id := uuid.Must(uuid.NewV7())
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		id[i] = byte(ms >> (40 - 8*i))
+	}
+	return id
+}
+
+// A date range lists, newest first and paged, both the rows written when their send was
+// accepted and the rows of a job expanded days later, and counts them once each; the
+// reference filter applies to both.
+func TestDateRangeMergesRowsWrittenLater(t *testing.T) {
+	st, dbURL := pgtest.NewStore(t)
+	ctx := context.Background()
+	acct := fundedAccount(t, st, 1000)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	accepted := time.Now().Add(-48 * time.Hour).Truncate(time.Millisecond)
+	ref := "late-ref"
+	late := job(acct, 50)
+	rs := []persistence.Recipient{{NSN: 712345678, Network: carriers.Safaricom}}
+	late.Inline, late.Pending, late.Reference = nil, persistence.EncodeRecipients(rs), &ref
+	// Written when accepted, two days ago: its row's id is of then.
+	early := job(acct, 50)
+	early.Inline[0].ID = v7At(accepted.Add(time.Minute))
+	if res, err := st.AcceptJobs(ctx, []persistence.NewJob{late, early}); err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("accept: %v %+v", err, res)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE jobs SET created_at = $2 WHERE id = $1`, late.ID, accepted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE messages SET created_at = $2 WHERE job_id = $1`, early.ID, accepted.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	m := persistence.NewMessage{ID: persistence.NewID(), Recipient: rs[0].E164(), Network: carriers.Safaricom, Sender: "TUMA",
+		Parts: 1, Encoding: carriers.GSM7, CostCents: 50}
+	if ok, err := st.ExpandJob(ctx, late, 0, []persistence.NewMessage{m}, true); err != nil || !ok {
+		t.Fatalf("expand: %v %v", ok, err)
+	}
+	from, to := accepted.Truncate(24*time.Hour), accepted.Truncate(24*time.Hour).Add(48*time.Hour)
+	var got []uuid.UUID
+	for page := 1; page <= 3; page++ {
+		list, total, err := st.ListMessages(ctx, acct, persistence.MessageFilter{From: &from, To: &to}, persistence.Page{Number: page, Size: 1})
+		if err != nil || total != 2 {
+			t.Fatalf("page %d: total %d, %v; want 2", page, total, err)
+		}
+		for _, x := range list {
+			got = append(got, x.ID)
+		}
+	}
+	if len(got) != 2 || got[0] != m.ID || got[1] != early.Inline[0].ID {
+		t.Errorf("pages listed %v; want the row written later (%s), then the one written at acceptance (%s)", got, m.ID, early.Inline[0].ID)
+	}
+	list, total, err := st.ListMessages(ctx, acct, persistence.MessageFilter{From: &from, To: &to, Reference: &ref}, persistence.Page{Number: 1, Size: 10})
+	if err != nil || total != 1 || len(list) != 1 || list[0].ID != m.ID {
+		t.Errorf("by reference: %d listed, total %d, %v; want the late job's one", len(list), total, err)
+	}
+}
