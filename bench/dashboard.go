@@ -85,7 +85,7 @@ func ParseDashboardArgs(args []string, lookup func(string) (string, bool), stder
 // dashboardPage is one page the run reads.
 type dashboardPage struct{ name, path string }
 
-// dashboardPages are the pages of issue 32, in the navigation's order.
+// dashboardPages are the dashboard's pages, in the navigation's order.
 var dashboardPages = []dashboardPage{
 	{"overview", "/app/"},
 	{"send", "/app/send"},
@@ -95,6 +95,8 @@ var dashboardPages = []dashboardPage{
 	{"message", "link:/app/messages:/app/messages/"},
 	{"campaigns", "/app/campaigns"},
 	{"campaign", "link:/app/campaigns:/app/campaigns/"},
+	{"reports", "/app/reports"},
+	{"reports, 90 days", "/app/reports?period=90"},
 	{"contacts", "/app/contacts"},
 	{"contacts, search by name", "/app/contacts?search=wanjiru"},
 	{"contacts, search by phone", "/app/contacts?search=0710001"},

@@ -41,6 +41,10 @@ func KES(cents int64) string {
 	return sign + "KES " + Thousands(cents/100) + "." + strconv.FormatInt(cents%100/10, 10) + strconv.FormatInt(cents%10, 10)
 }
 
+// KESEach is cents shared over n (n > 0), to the nearest cent, as KES: what each of n things
+// cost (the API's cost_per_delivered rounds the same way).
+func KESEach(cents, n int64) string { return KES((2*cents + n) / (2 * n)) }
+
 // Thousands formats n with thousands separators: 1234567 → "1,234,567".
 func Thousands(n int64) string {
 	s := strconv.FormatInt(n, 10)

@@ -43,6 +43,7 @@ var navItems = []NavItem{
 	{"/app/send", "Send"},
 	{"/app/messages", "Messages"},
 	{"/app/campaigns", "Campaigns"},
+	{"/app/reports", "Reports"},
 	{"/app/contacts", "Contacts"},
 	{"/app/senders", "Sender IDs"},
 	{"/app/wallet", "Wallet"},

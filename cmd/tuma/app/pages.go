@@ -26,6 +26,7 @@ import (
 	"github.com/tuma-sms/tuma/transport/web/messages"
 	"github.com/tuma-sms/tuma/transport/web/notifications"
 	"github.com/tuma-sms/tuma/transport/web/overview"
+	"github.com/tuma-sms/tuma/transport/web/reports"
 	"github.com/tuma-sms/tuma/transport/web/send"
 	sendersweb "github.com/tuma-sms/tuma/transport/web/senders"
 	"github.com/tuma-sms/tuma/transport/web/settings"
@@ -110,6 +111,10 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 	if err != nil {
 		return nil, err
 	}
+	results, err := reports.New(site, a.store, a.now)
+	if err != nil {
+		return nil, err
+	}
 	hooks, err := webhookpages.New(site, ops.webhooks)
 	if err != nil {
 		return nil, err
@@ -133,6 +138,7 @@ func (a *App) pageGroups(site *web.Site, acct web.Accounts, verify web.Verificat
 		sent,
 		received, // under /app/messages: its nav entry is Messages
 		drives,
+		results,
 		addressBook,
 		doNotText, // under /app/contacts: its nav entry is Contacts
 		senderIDs,

@@ -311,6 +311,10 @@ func TestDashboardCampaignsInBrowser(t *testing.T) {
 	}
 	b.waitText("Completed")
 	b.waitText("100.0%")
+	if got := b.eval(`const th = [...document.querySelectorAll('#figures th')].find(e => e.innerText.trim() === 'Cost per delivered message');
+		return th ? th.nextElementSibling.innerText.trim() : 'no such row';`); got != "KES 0.50" {
+		t.Errorf("cost per delivered message = %q; want KES 0.50 (KES 1.50 over 3 delivered)", got)
+	}
 	if b.eval(`return window.__same ? 'yes' : 'reloaded';`) != "yes" {
 		t.Error("the page was reloaded to show the progress; want htmx to swap the figures")
 	}

@@ -100,6 +100,7 @@ type row struct {
 	Schedule                               string
 	Cost                                   string
 	Refunded                               string
+	PerDelivered                           string // cost less refunds over the messages delivered
 	Created                                string
 	Started                                string
 	Completed                              string
@@ -112,6 +113,10 @@ func newRow(c persistence.Campaign) row {
 	r.Counts = web.Thousands(int64(c.Delivered)) + " delivered, " + web.Thousands(int64(c.Failed)) + " failed, " +
 		web.Thousands(int64(r.Report.Pending)) + " pending, of " + web.Thousands(int64(c.TotalRecipients))
 	r.Rate = web.Percent(r.Report.DeliveryRate)
+	r.PerDelivered = "None delivered yet"
+	if c.Delivered > 0 {
+		r.PerDelivered = web.KESEach(c.CostCents-c.RefundedCents, int64(c.Delivered))
+	}
 	of := " of " + web.Thousands(int64(c.TotalRecipients))
 	r.DeliveredText = web.Thousands(int64(c.Delivered)) + of
 	r.FailedText = web.Thousands(int64(c.Failed)) + of
