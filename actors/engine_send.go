@@ -138,6 +138,7 @@ type CampaignRequest struct {
 	Idempotency *persistence.IdempotencyKey
 	Reference   *string // the caller's correlation id (ValidReference); nil: none
 	Promotional bool    // as for SendRequest
+	Source      string  // api | browser, as the call that created it was made (CONTRACT §1; "": api)
 }
 
 // Send prices the send, reserves and debits its cost and records the job durably; it returns

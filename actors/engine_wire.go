@@ -230,7 +230,8 @@ func wireCampaign(r CampaignRequest) *wire.CampaignRequest {
 	c := r.Campaign
 	out := &wire.CampaignRequest{AccountId: idBytes(r.AccountID), Id: idBytes(c.ID), Name: c.Name, Template: c.Template,
 		GroupId: idBytes(c.GroupID), GroupName: c.GroupName, SenderId: optIDBytes(c.SenderID), ScheduledAtUnixNano: optTime(c.ScheduledAt),
-		Sender: wireSender(r.Sender), Idempotency: wireKey(r.Idempotency), Reference: r.Reference, Promotional: r.Promotional}
+		Sender: wireSender(r.Sender), Idempotency: wireKey(r.Idempotency), Reference: r.Reference, Promotional: r.Promotional,
+		Source: r.Source}
 	rs := make([]persistence.Recipient, len(r.Audience))
 	out.FirstNames, out.LastNames = make([]string, len(r.Audience)), make([]string, len(r.Audience))
 	for i, m := range r.Audience {
@@ -276,7 +277,7 @@ func campaignOf(w *wire.CampaignRequest) (CampaignRequest, error) {
 	if r.Idempotency, err = keyOf(w.Idempotency); err != nil {
 		return r, err
 	}
-	r.Reference, r.Promotional = w.Reference, w.Promotional
+	r.Reference, r.Promotional, r.Source = w.Reference, w.Promotional, w.Source
 	return r, nil
 }
 

@@ -64,7 +64,12 @@ func (t *tenantActor) campaign(ctx actor.Context, cmd *campaignCmd, reply *actor
 		return
 	}
 	job, pricing, lifetime := t.newJob(req.Sender, len(audience))
-	job.CampaignID, job.Campaign, job.Source, job.Message, job.Idempotency = &c.ID, &c, "campaign", c.Template, req.Idempotency
+	// Its messages' source is the creating call's, as a send's is (CONTRACT §1).
+	source := req.Source
+	if source == "" {
+		source = "api"
+	}
+	job.CampaignID, job.Campaign, job.Source, job.Message, job.Idempotency = &c.ID, &c, source, c.Template, req.Idempotency
 	job.Reference, job.Suppressed = req.Reference, suppressed
 	if req.Promotional {
 		job.Promotional, job.OptOut = true, t.optOutSuffix(c.Template)

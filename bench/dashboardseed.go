@@ -128,7 +128,7 @@ func seed(ctx context.Context, conn *pgx.Conn, p seedPlan, log io.Writer) error 
 	for total := 0; total < p.messages; {
 		j := &seedJob{parts: 1 + len(jobs)%5/4, source: "api"}
 		if len(jobs)%10 == 9 {
-			j.isCampaign, j.group, j.source = true, len(jobs)/10%len(seedGroups), "campaign"
+			j.isCampaign, j.group, j.source = true, len(jobs)/10%len(seedGroups), "api"
 			j.size = min(campaignSize, len(byGroup[j.group]))
 			j.name = fmt.Sprintf("%s offer %d", seedGroups[j.group], len(jobs)/10+1)
 		} else {

@@ -44,7 +44,7 @@ func TestReferenceIsStoredWithTheJobAndFilters(t *testing.T) {
 	otherRef := "order-43"
 	campaignJob := job(acct, 50)
 	campaignJob.Reference = &otherRef
-	campaignJob.Source = "campaign"
+	campaignJob.Source = "browser"
 	campaignJob.Campaign = &persistence.NewCampaign{ID: persistence.NewID(), Name: "Launch", Template: "hi", GroupID: uuid.New(), GroupName: "All"}
 	campaignJob.CampaignID = &campaignJob.Campaign.ID
 

@@ -149,9 +149,10 @@ func CampaignStatuses() []CampaignStatus {
 	return []CampaignStatus{CampaignQueued, CampaignScheduled, CampaignSending, CampaignCompleted, CampaignFailed, CampaignCancelled}
 }
 
-// Sources are where a job came from: the API, the dashboard, a campaign, a keyword's
-// confirmation (SourceKeyword), or a submit_sm over the SMPP server.
-func Sources() []string { return []string{"api", "browser", "campaign", SourceKeyword, SourceSMPP} }
+// Sources are where a job came from: the API, the dashboard (a send or a campaign, by the
+// call that made it), a keyword's confirmation (SourceKeyword), or a submit_sm over the SMPP
+// server.
+func Sources() []string { return []string{"api", "browser", SourceKeyword, SourceSMPP} }
 
 // SourceSMPP is the source of a job sent over the SMPP server: its messages owe the client the
 // delivery receipt it asked for (NewJob.Receipt), if any (smpp_receipts).

@@ -691,6 +691,7 @@ type CampaignRequest struct {
 	Idempotency         *IdempotencyKey        `protobuf:"bytes,13,opt,name=idempotency,proto3" json:"idempotency,omitempty"`
 	Reference           *string                `protobuf:"bytes,14,opt,name=reference,proto3,oneof" json:"reference,omitempty"`
 	Promotional         bool                   `protobuf:"varint,15,opt,name=promotional,proto3" json:"promotional,omitempty"`
+	Source              string                 `protobuf:"bytes,16,opt,name=source,proto3" json:"source,omitempty"` // api | browser; empty (an older node): api
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -828,6 +829,13 @@ func (x *CampaignRequest) GetPromotional() bool {
 		return x.Promotional
 	}
 	return false
+}
+
+func (x *CampaignRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
 }
 
 type CancelCampaign struct {
@@ -1764,7 +1772,7 @@ const file_wire_proto_rawDesc = "" +
 	"sufficient\x12:\n" +
 	"\n" +
 	"suggestion\x18\v \x01(\v2\x1a.tuma.wire.QuoteSuggestionR\n" +
-	"suggestion\"\xca\x04\n" +
+	"suggestion\"\xe2\x04\n" +
 	"\x0fCampaignRequest\x12\x1d\n" +
 	"\n" +
 	"account_id\x18\x01 \x01(\fR\taccountId\x12\x0e\n" +
@@ -1785,7 +1793,8 @@ const file_wire_proto_rawDesc = "" +
 	"\x06sender\x18\f \x01(\v2\x11.tuma.wire.SenderR\x06sender\x12;\n" +
 	"\vidempotency\x18\r \x01(\v2\x19.tuma.wire.IdempotencyKeyR\vidempotency\x12!\n" +
 	"\treference\x18\x0e \x01(\tH\x01R\treference\x88\x01\x01\x12 \n" +
-	"\vpromotional\x18\x0f \x01(\bR\vpromotionalB\x19\n" +
+	"\vpromotional\x18\x0f \x01(\bR\vpromotional\x12\x16\n" +
+	"\x06source\x18\x10 \x01(\tR\x06sourceB\x19\n" +
 	"\x17_scheduled_at_unix_nanoB\f\n" +
 	"\n" +
 	"_reference\"P\n" +

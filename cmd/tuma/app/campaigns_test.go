@@ -70,8 +70,9 @@ func TestCampaignMergeTagsBilledExactly(t *testing.T) {
 	parts := map[string]float64{}
 	for _, m := range msgs {
 		m := m.(map[string]any)
-		if m["source"] != "campaign" || m["campaign_id"] != id || m["sender_id"] != "ACME" {
-			t.Errorf("message %v: want source campaign, campaign_id %s, sender ACME", m, id)
+		// Created with an API key: its messages are the API's (CONTRACT §1).
+		if m["source"] != "api" || m["campaign_id"] != id || m["sender_id"] != "ACME" {
+			t.Errorf("message %v: want source api, campaign_id %s, sender ACME", m, id)
 		}
 		parts[m["recipient"].(string)] = m["parts"].(float64)
 		if name := map[string]string{"+254712000001": "Jo", "+254712000002": "Bartholomew", "+254712000003": "Zoë"}[m["recipient"].(string)]; m["message"] != "Hi "+name+"! "+filler {

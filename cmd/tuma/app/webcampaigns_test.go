@@ -319,6 +319,13 @@ func TestDashboardCampaignsInBrowser(t *testing.T) {
 		t.Error("the page was reloaded to show the progress; want htmx to swap the figures")
 	}
 	b.check("campaign-completed")
+	// Created from the dashboard: its messages are the browser's (CONTRACT §1), as a send's.
+	id := campaignPathRE.FindStringSubmatch(b.path())[1]
+	for _, m := range n.do("GET", "/sms/messages?campaign_id="+id, nil, key(a)...).json(t)["data"].([]any) {
+		if src := m.(map[string]any)["source"]; src != "browser" {
+			t.Errorf("a message of the dashboard's campaign has source %v; want browser", src)
+		}
+	}
 
 	b.submit("All campaigns")
 	b.waitText("Your campaigns")

@@ -134,7 +134,7 @@ func (h *Handler) createCampaign(ctx context.Context, rc *fasthttp.RequestCtx) e
 			if err != nil {
 				return err
 			}
-			id, err := h.createCampaignOnce(ctx, p.AccountID, in, key)
+			id, err := h.createCampaignOnce(ctx, p.AccountID, in, key, string(p.Source))
 			if err != nil {
 				return err
 			}
@@ -159,10 +159,13 @@ func (h *Handler) replayCampaign(ctx context.Context, accountID, id uuid.UUID) (
 	return newCampaignJSON(c), nil
 }
 
-func (h *Handler) createCampaignOnce(ctx context.Context, accountID uuid.UUID, in campaignInput, key *persistence.IdempotencyKey) (uuid.UUID, error) {
+// createCampaignOnce creates a campaign whose messages' source is source: the creating call's
+// (api with an API key, browser with a bearer token or the dashboard's session; CONTRACT §1).
+func (h *Handler) createCampaignOnce(ctx context.Context, accountID uuid.UUID, in campaignInput, key *persistence.IdempotencyKey,
+	source string) (uuid.UUID, error) {
 	req := actors.CampaignRequest{AccountID: accountID, Idempotency: key, Reference: in.reference, Campaign: persistence.NewCampaign{
 		ID: persistence.NewID(), Name: in.name, Template: in.message, GroupID: in.groupID, ScheduledAt: in.scheduledAt},
-		Promotional: in.promotional}
+		Promotional: in.promotional, Source: source}
 	if in.senderID != "" {
 		snd, err := h.approvedSender(ctx, accountID, in.senderID)
 		if err != nil {

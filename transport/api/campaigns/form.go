@@ -30,7 +30,7 @@ func (h *Handler) Create(ctx context.Context, accountID uuid.UUID, in Input, key
 		if err != nil {
 			return err
 		}
-		id, err := h.createCampaignOnce(ctx, accountID, ci, k)
+		id, err := h.createCampaignOnce(ctx, accountID, ci, k, "browser")
 		if err != nil {
 			return err
 		}
