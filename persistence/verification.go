@@ -291,8 +291,10 @@ func (s *Store) VerifyCode(ctx context.Context, accountID uuid.UUID, hash []byte
 	return Verified{}, fmt.Errorf("verify code: %w", err)
 }
 
-// ChangePendingEmail corrects the address of an unverified account, voiding links and codes
-// sent to the old one, and queues a fresh link and code to the new one.
+// ChangePendingEmail corrects the address of an unverified account, voiding links, codes and
+// password resets sent to the old one (whoever holds that address is not the account's
+// owner, and a reset would hand them the account), and queues a fresh link and code to the
+// new one.
 func (s *Store) ChangePendingEmail(ctx context.Context, accountID uuid.UUID, email string, link NewLink, code NewCode) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := lockUnverified(ctx, tx, accountID); err != nil {
@@ -302,6 +304,9 @@ func (s *Store) ChangePendingEmail(ctx context.Context, accountID uuid.UUID, ema
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE verification_tokens SET used_at = now() WHERE account_id = $1 AND used_at IS NULL`, accountID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE password_resets SET used_at = now() WHERE account_id = $1 AND used_at IS NULL`, accountID); err != nil {
 			return err
 		}
 		if err := addLink(ctx, tx, accountID, link); err != nil {

@@ -179,14 +179,29 @@ func csrfRefused() *api.Problem {
 		"This form has expired or did not come from this site, so nothing was changed. Go back, reload the page and try again.")
 }
 
-// storableForm reports whether every field of a posted form is text PostgreSQL can store:
-// UTF-8 without NUL. The API's JSON decoder refuses the rest before any handler; a form's
-// fields reach the handlers raw, and a NUL in one was a 500 from the database.
+// storableForm reports whether every field of a posted form, url-encoded or multipart (as
+// ReadForm reads both), is text PostgreSQL can store: UTF-8 without NUL. The API's JSON
+// decoder refuses the rest before any handler; a form's fields reach the handlers raw, and a
+// NUL in one was a 500 from the database. Uploads, whose bodies are streamed, check theirs
+// as they read them.
 func storableForm(rc *fasthttp.RequestCtx) bool {
 	ok := true
 	rc.PostArgs().VisitAll(func(k, v []byte) {
 		ok = ok && storable(k) && storable(v)
 	})
+	if !ok || !bytes.HasPrefix(rc.Request.Header.ContentType(), []byte("multipart/form-data")) {
+		return ok
+	}
+	mf, err := rc.MultipartForm()
+	if err != nil {
+		return true // not a form the handlers can read either: they say so
+	}
+	for k, vs := range mf.Value {
+		ok = ok && storable([]byte(k))
+		for _, v := range vs {
+			ok = ok && storable([]byte(v))
+		}
+	}
 	return ok
 }
 

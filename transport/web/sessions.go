@@ -7,7 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -59,10 +61,7 @@ func (s *Site) StartSession(ctx context.Context, rc *fasthttp.RequestCtx, a pers
 		return err
 	}
 	now := s.now()
-	ua := string(rc.Request.Header.UserAgent())
-	if len(ua) > 256 {
-		ua = ua[:256]
-	}
+	ua := userAgent(rc.Request.Header.UserAgent())
 	ws := persistence.WebSession{ID: sessionID(token), AccountID: a.ID, CSRF: csrf, TokenVersion: a.TokenVersion,
 		CreatedAt: now, LastSeenAt: now, UserAgent: ua, IP: s.opts.Proxies.ClientIP(rc)}
 	if err := s.store.CreateWebSession(ctx, ws, now.Add(-s.opts.IdleTimeout), now.Add(-s.opts.MaxAge)); err != nil {
@@ -163,4 +162,22 @@ func (s *Site) clearCookie(rc *fasthttp.RequestCtx, name, path string) {
 	c.SetSecure(s.opts.Secure)
 	c.SetExpire(fasthttp.CookieExpireDelete)
 	rc.Response.Header.SetCookie(c)
+}
+
+// maxUserAgent bounds the browser's name a session keeps, in bytes.
+const maxUserAgent = 256
+
+// userAgent is a request's User-Agent as a session stores it: valid UTF-8 (a byte that is not
+// becomes U+FFFD), NULs dropped, cut at a character's boundary within maxUserAgent bytes. Stored
+// raw, a long name cut inside a character, or a Latin-1 one, failed the sign-in with a 500.
+func userAgent(raw []byte) string {
+	s := strings.ToValidUTF8(strings.ReplaceAll(string(raw), "\x00", ""), "\uFFFD")
+	if len(s) <= maxUserAgent {
+		return s
+	}
+	cut := maxUserAgent
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

@@ -168,6 +168,13 @@ const CodeSentMessage = "We have emailed you a 6-digit code."
 // SendCode mails the account a fresh 6-digit verification code, within its budget of code
 // mails (429 too_many_requests); a verified account gets 409 already_verified.
 func (v *Verification) SendCode(ctx context.Context, id uuid.UUID) error {
+	// A verified account is told so before the budget is spent: it is sent nothing (after a
+	// few asks it was told "a code was sent recently" instead).
+	if a, err := v.store.AccountByID(ctx, id); err != nil {
+		return err
+	} else if a.Verified {
+		return alreadyVerified()
+	}
 	if !v.budget.mail(ctx, "code", id.String()) {
 		return api.TooManyRequests("too_many_requests", "a code was sent recently; check your inbox or try again later", time.Minute)
 	}
@@ -181,13 +188,17 @@ func (v *Verification) SendCode(ctx context.Context, id uuid.UUID) error {
 		err = cerr
 	}
 	if errors.Is(err, persistence.ErrAlreadyVerified) {
-		return api.NewProblem("already_verified", "this account's email is already verified")
+		return alreadyVerified()
 	}
 	if err != nil {
 		return err
 	}
 	v.mail.Wake()
 	return nil
+}
+
+func alreadyVerified() error {
+	return api.NewProblem("already_verified", "this account's email is already verified")
 }
 
 func (v *Verification) verifyCode(ctx context.Context, rc *fasthttp.RequestCtx) error {
