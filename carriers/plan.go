@@ -14,9 +14,10 @@ import (
 //go:generate go run ./internal/genplan -o plan_ke.tsv
 
 // planKE is the Kenyan numbering plan generated from the libphonenumber
-// metadata by internal/genplan. It is data, not code, because the range list
-// keeps growing: refresh it with go generate after updating the library, or
-// load an operator's file with ParsePlan.
+// metadata by internal/genplan, with newer_ke.tsv's ranges (allocated after the
+// library's release) over it. It is data, not code, because the range list
+// keeps growing: add a newer range there, or update the library, and run go
+// generate; or load an operator's file with ParsePlan.
 //
 //go:embed plan_ke.tsv
 var planKE string

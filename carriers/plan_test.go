@@ -72,12 +72,12 @@ func TestNormalize(t *testing.T) {
 		{"0130123456", Number{E164: "+254130123456"}, ErrUnsupportedNetwork}, // NRG Media
 		{"0140123456", ok("+254140123456", Safaricom), nil},
 		{"0143123456", ok("+254143123456", Safaricom), nil},
-		// Allocated upstream after this library release (0144-0145 in
-		// libphonenumber 9.0.33, 018x in 9.0.35): invalid until the plan
-		// is regenerated from a newer release.
-		{"0144123456", Number{}, ErrInvalidNumber},
-		{"0145123456", Number{}, ErrInvalidNumber},
-		{"0180123456", Number{}, ErrInvalidNumber},
+		// Allocated upstream after the library's release (0144-0145 in
+		// libphonenumber 9.0.33, 018x in 9.0.35): newer_ke.tsv has them.
+		{"0144123456", ok("+254144123456", Safaricom), nil},
+		{"0145123456", ok("+254145123456", Safaricom), nil},
+		{"0180123456", ok("+254180123456", Safaricom), nil},
+		{"0189999999", ok("+254189999999", Safaricom), nil},
 
 		// telecom.md §1.3: ranges outside the validity pattern.
 		{"0109123456", Number{}, ErrInvalidNumber},
