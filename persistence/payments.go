@@ -223,14 +223,14 @@ func (s *Store) ConfirmPayment(ctx context.Context, c PaymentConfirmation) (Conf
 				return err
 			}
 		case PurposeSenderFee:
-			name, again, err := feePaid(ctx, tx, p.AccountID, *p.SenderID)
+			name, toWallet, err := feePaid(ctx, tx, p.AccountID, *p.SenderID)
 			if err != nil {
 				return err
 			}
-			if again {
-				// Paid already, through another checkout (two tabs): the money is the account's,
-				// credited to its wallet rather than taken for the fee a second time.
-				w, err := creditPayment(ctx, tx, p, "Sender ID "+name+"'s fee, paid twice: credited to the wallet")
+			if toWallet != "" {
+				// Paid already through another checkout (two tabs), or for an application since
+				// cancelled: the money is the account's, credited to its wallet.
+				w, err := creditPayment(ctx, tx, p, toWallet)
 				if err != nil {
 					return err
 				}

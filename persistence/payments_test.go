@@ -271,3 +271,29 @@ func TestPendingSenderFeeIncludesAbandoned(t *testing.T) {
 		t.Fatalf("the open fee checkout = %+v, %v; want the abandoned one, %s", open, err, p.Reference)
 	}
 }
+
+// A fee paid for an application cancelled while its checkout was open is the account's:
+// credited to the wallet, the payment confirmed. It was refused (the application was not
+// found), so the payment was never confirmed and the money recorded nowhere.
+func TestSenderFeePaidAfterCancellingGoesToTheWallet(t *testing.T) {
+	st, conn, a, sender, p := feeFixture(t, "cancelled-fee@example.com")
+	ctx := context.Background()
+	if err := st.CancelSenderID(ctx, a.ID, sender); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.ConfirmPayment(ctx, persistence.PaymentConfirmation{Reference: p.Reference, PaidAt: time.Now()})
+	if err != nil || !res.Applied || res.Wallet == nil || res.Wallet.BalanceCents != 600000 {
+		t.Fatalf("confirm = %+v, %v; want it applied to the wallet (600000)", res, err)
+	}
+	var paid bool
+	var fees, topups int64
+	if err := conn.QueryRow(ctx, `SELECT (SELECT fee_paid FROM sender_ids WHERE id = $1),
+		(SELECT count(*) FROM wallet_transactions WHERE account_id = $2 AND type = 'sender_id_fee'),
+		(SELECT count(*) FROM wallet_transactions WHERE account_id = $2 AND type = 'topup' AND reference = $3)`,
+		sender, a.ID, p.Reference).Scan(&paid, &fees, &topups); err != nil {
+		t.Fatal(err)
+	}
+	if paid || fees != 0 || topups != 1 {
+		t.Errorf("fee_paid %v, %d fee entries, %d top-ups of the payment; want false, 0, 1", paid, fees, topups)
+	}
+}

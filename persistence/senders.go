@@ -374,20 +374,31 @@ func (s *Store) review(ctx context.Context, event SenderEvent, id uuid.UUID, not
 }
 
 // feePaid records, inside a payment's confirmation, that an application's fee is paid, and
-// moves it on when it was waiting for the fee; it returns the sender's name, and again when
-// its fee was paid already (through another checkout).
-func feePaid(ctx context.Context, tx pgx.Tx, accountID, id uuid.UUID) (name string, again bool, err error) {
-	var before bool
-	if err := tx.QueryRow(ctx, `UPDATE sender_ids s SET fee_paid = true, updated_at = now()
-		FROM (SELECT id, fee_paid FROM sender_ids WHERE id = $1 AND account_id = $2 FOR UPDATE) old
-		WHERE s.id = old.id RETURNING s.name, old.fee_paid`, id, accountID).Scan(&name, &before); err != nil {
-		return "", false, fmt.Errorf("sender %s: %w", id, err)
+// moves it on when it was waiting for the fee; it returns the sender's name. When the fee
+// cannot be taken, toWallet says why, and the payment is the account's, credited to its
+// wallet: the fee was paid already (through another checkout), or the application was
+// cancelled while its checkout was open (the money would otherwise be taken and recorded
+// nowhere, and the payment confirmed never).
+func feePaid(ctx context.Context, tx pgx.Tx, accountID, id uuid.UUID) (name, toWallet string, err error) {
+	var (
+		before bool
+		status SenderStatus
+	)
+	if err := tx.QueryRow(ctx, `SELECT name, fee_paid, status FROM sender_ids WHERE id = $1 AND account_id = $2 FOR UPDATE`,
+		id, accountID).Scan(&name, &before, &status); err != nil {
+		return "", "", fmt.Errorf("sender %s: %w", id, err)
 	}
-	if before {
-		return name, true, nil
+	switch {
+	case status == SenderCancelled:
+		return name, "Sender ID " + name + "'s fee, paid after the application was cancelled: credited to the wallet", nil
+	case before:
+		return name, "Sender ID " + name + "'s fee, paid twice: credited to the wallet", nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE sender_ids SET fee_paid = true, updated_at = now() WHERE id = $1`, id); err != nil {
+		return "", "", fmt.Errorf("sender %s: %w", id, err)
 	}
 	if _, err := move(ctx, tx, eventFeePaid, id, &accountID, ""); err != nil && !errors.Is(err, ErrInvalidState) {
-		return "", false, err // not waiting for the fee (documents still to come, say): nothing to move
+		return "", "", err // not waiting for the fee (documents still to come, say): nothing to move
 	}
-	return name, false, nil
+	return name, "", nil
 }
