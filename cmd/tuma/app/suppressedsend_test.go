@@ -160,4 +160,9 @@ func TestSuppressionImportOf100000(t *testing.T) {
 	if r := n.importSuppressions(a, []byte("\x00\x01binary")); r.Status != 200 || r.json(t)["invalid"] == 0.0 {
 		t.Errorf("binary file = %d %s; want its rows refused", r.Status, r.Body)
 	}
+	// A NUL in a reason is that row's error; the file's other rows are added (it was a 500).
+	r = n.importSuppressions(a, []byte("phone,reason\n0733100001,fine\n0733100002,bad\x00reason\n"))
+	if got := r.json(t); r.Status != 200 || got["added"] != 1.0 || got["invalid"] != 1.0 {
+		t.Errorf("a reason with a NUL = %d %s; want 1 added and 1 invalid", r.Status, r.Body)
+	}
 }

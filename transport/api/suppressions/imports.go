@@ -142,8 +142,10 @@ func (h *Handler) Import(ctx context.Context, acct uuid.UUID, file io.Reader) (r
 		if len(rec) > 1 {
 			reason = strings.TrimSpace(rec[1])
 		}
-		if !utf8.ValidString(reason) || utf8.RuneCountInString(reason) > maxReasonLen {
-			refuse(line, phone, "the reason must be UTF-8 text of at most 200 characters")
+		// A NUL, like bytes that are not UTF-8, cannot be stored: the row's error, not the
+		// whole batch's (a 500 after earlier batches were stored).
+		if !utf8.ValidString(reason) || strings.ContainsRune(reason, 0) || utf8.RuneCountInString(reason) > maxReasonLen {
+			refuse(line, phone, "the reason must be UTF-8 text without NUL characters, of at most 200 characters")
 			continue
 		}
 		nsns, reasons = append(nsns, nsn), append(reasons, reason)
