@@ -56,7 +56,8 @@ func queueRefunds(b *pgx.Batch, jobs []JobProgress, faults Faults, snaps *[]Wall
 			continue
 		}
 		entryIDs, entryAccts, entryJobs = append(entryIDs, NewID()), append(entryAccts, p.AccountID), append(entryJobs, p.JobID)
-		entryAmounts, entryCounts = append(entryAmounts, p.RefundedCents), append(entryCounts, int64(p.Failed))
+		// sms_count in SMS parts, as the debit it gives back counts them.
+		entryAmounts, entryCounts = append(entryAmounts, p.RefundedCents), append(entryCounts, p.RefundedUnits)
 		entryDescs = append(entryDescs, fmt.Sprintf("refund for %d failed message%s", p.Failed, plural(p.Failed)))
 	}
 	if len(entryIDs) > 0 {

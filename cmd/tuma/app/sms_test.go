@@ -457,3 +457,30 @@ func TestAdminPricingCreditAndPromo(t *testing.T) {
 		t.Errorf("unread after read-all = %v", c)
 	}
 }
+
+// A refund's ledger entry counts SMS parts, as the debit it gives back does: a send of two
+// 2-part messages, both failed, is debited 4 SMS and refunded 4 (it said 2, the messages).
+func TestRefundCountsPartsAsTheDebit(t *testing.T) {
+	n := startNode(t, withEnv(fastSims, "TUMA_SIM_OUTCOMES", "undeliverable=1"))
+	a := n.register("refund-parts@example.com")
+	n.credit(a, "100")
+	r := n.send(a, map[string]any{"recipients": []string{"0712000001", "0712000002"}, "message": strings.Repeat("a", 200)})
+	if r.Status != 202 {
+		t.Fatalf("send = %d %s", r.Status, r.Body)
+	}
+	job := r.json(t)["job_id"]
+	deadline := time.Now().Add(20 * time.Second)
+	// Every cent back (both messages refunded, in one entry or two), then the counts.
+	for n.sqlInt(`SELECT coalesce(sum(amount_cents), 0) FROM wallet_transactions WHERE job_id = $1 AND type = 'refund'`, job) <
+		n.sqlInt(`SELECT amount_cents FROM wallet_transactions WHERE job_id = $1 AND type = 'debit'`, job) {
+		if time.Now().After(deadline) {
+			t.Fatal("no refund")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	debit := n.sqlInt(`SELECT sms_count FROM wallet_transactions WHERE job_id = $1 AND type = 'debit'`, job)
+	refunded := n.sqlInt(`SELECT sum(sms_count) FROM wallet_transactions WHERE job_id = $1 AND type = 'refund'`, job)
+	if debit != 4 || refunded != 4 {
+		t.Errorf("debit sms_count %d, refunds %d; want 4 and 4", debit, refunded)
+	}
+}
