@@ -66,8 +66,14 @@ func newSearch(term string, next int) search {
 	if strings.Trim(term, "0123456789") == "" {
 		national := strings.TrimPrefix(term, "254")
 		arms := []string{starts("phone", "+254"+national)}
-		if len(national) >= 4 {
-			arms = append(arms, fmt.Sprintf("right(phone, 4) = %s AND phone LIKE %s", arg(national[len(national)-4:]), arg("%"+national)))
+		suffix := national
+		if len(national) == 3 && len(term) == 6 {
+			// Four digits typed with a leading 0 ("0567", a number's last four): the 0 was read
+			// as 254, which leaves three.
+			suffix = "0" + national
+		}
+		if len(suffix) >= 4 {
+			arms = append(arms, fmt.Sprintf("right(phone, 4) = %s AND phone LIKE %s", arg(suffix[len(suffix)-4:]), arg("%"+suffix)))
 		}
 		s.cond = "(" + strings.Join(arms, " OR ") + ")"
 		return s
