@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // importCSV posts a CSV (and a group, when given) to /contacts/import.
@@ -249,5 +251,25 @@ func TestContactsTemplateAndExport(t *testing.T) {
 	all := n.do("GET", "/contacts/export", nil, key(a)...)
 	if rows, _ := csv.NewReader(bytes.NewReader(all.Body)).ReadAll(); len(rows) != 301 {
 		t.Errorf("export of every contact: %d rows; want 301", len(rows))
+	}
+}
+
+// The contact list filtered by another account's group, or by none, is a 404 as every other
+// use of such an id is (it was an empty 200); an import whose group_id field is left blank,
+// as forms send one, imports into no group (it was a 422).
+func TestContactsGroupFilterAndBlankImportGroup(t *testing.T) {
+	n := startNode(t, nil)
+	a, b := n.register("groups-a@example.com"), n.register("groups-b@example.com")
+	theirs := n.group(b, "Theirs")
+	for _, id := range []string{theirs, uuid.NewString()} {
+		n.do("GET", "/contacts?group_id="+id, nil, key(a)...).problem(t, 404, "not_found")
+	}
+	mine := n.group(a, "Mine")
+	if r := n.do("GET", "/contacts?group_id="+mine, nil, key(a)...); r.Status != 200 {
+		t.Errorf("own group's contacts = %d %s", r.Status, r.Body)
+	}
+	r := n.importCSVGroupFirst(a, []byte("phone,first_name\n0712000001,Ann\n"), "")
+	if got := r.json(t); r.Status != 200 || got["imported"] != 1.0 {
+		t.Errorf("import with a blank group_id = %d %s; want 1 imported", r.Status, r.Body)
 	}
 }

@@ -141,6 +141,11 @@ func (h *Handler) Contacts(ctx context.Context, rc *fasthttp.RequestCtx) (Listin
 	if err := q.Err(); err != nil {
 		return Listing{}, err
 	}
+	if f.GroupID != nil { // another account's group, or none, is a 404 (CONTRACT §1), not an empty list
+		if err := h.store.GroupOf(ctx, acct, *f.GroupID); err != nil {
+			return Listing{}, err
+		}
+	}
 	list, total, err := h.store.ListContacts(ctx, acct, f, page)
 	if err != nil {
 		return Listing{}, err

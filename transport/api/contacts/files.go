@@ -133,6 +133,9 @@ func (h *Handler) Import(ctx context.Context, acct uuid.UUID, parts Parts, repor
 				return api.Invalid(api.FieldError{Field: "group_id", Message: "is given more than once"})
 			}
 			raw, _ := io.ReadAll(io.LimitReader(p.Body, 100))
+			if strings.TrimSpace(string(raw)) == "" {
+				return nil // a field left blank, as forms send one: no group
+			}
 			id, err := uuid.Parse(strings.TrimSpace(string(raw)))
 			if err != nil {
 				return badGroup
