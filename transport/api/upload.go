@@ -13,6 +13,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -98,10 +99,19 @@ type FormPart struct {
 	Body     *bufio.Reader
 }
 
+// UploadWindow is how long an upload's body may take to arrive: the server's read timeout
+// (30 s, from the request's start) is for requests, and a 50 MB file over a phone's
+// connection takes minutes; cut off at 30 s it was a 400 that imported nothing.
+const UploadWindow = 10 * time.Minute
+
 // EachPart reads a multipart/form-data body of at most maxBody bytes as a stream and calls
 // each for every part, in order; a part each does not read to its end is skipped. An error
-// from each ends the reading (the connection then closes: the rest is never read).
+// from each ends the reading (the connection then closes: the rest is never read). The body
+// has UploadWindow to arrive.
 func EachPart(rc *fasthttp.RequestCtx, maxBody int, each func(p FormPart) error) error {
+	if c := rc.Conn(); c != nil {
+		_ = c.SetReadDeadline(time.Now().Add(UploadWindow)) // the next request's read sets its own
+	}
 	mt, params, err := mime.ParseMediaType(string(rc.Request.Header.ContentType()))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return NewProblem("unsupported_media_type", "send the files as multipart/form-data")

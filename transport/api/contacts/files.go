@@ -101,11 +101,12 @@ func (h *Handler) importContacts(ctx context.Context, rc *fasthttp.RequestCtx) e
 // over a request's body).
 type Parts func(each func(api.FormPart) error) error
 
-// Import merges the CSV of an upload's "file" part into the account's contacts as it is
-// read, into the group of its "group_id" part when there is one; other parts are passed over.
-// A file that comes after its group_id is merged as it arrives; one that comes first is
-// spooled to a temporary file until the form ends, as no row can be written before it is known
-// whether a group follows. With report the import keeps the rows not imported, with why.
+// Import merges the CSV of an upload's "file" part into the account's contacts, into the
+// group of its "group_id" part when there is one; other parts are passed over. The file is
+// spooled to a temporary file (never held in memory) until the form ends, and only then is
+// the import begun: its connections and the account's lock are held while rows are merged,
+// never while a client is still sending (a stalled upload held both, and a few took every
+// connection of the node). With report the import keeps the rows not imported, with why.
 //
 // Once the file is in, finish gets the import, merged but not committed (Result says what it
 // did; with report, Rejected lists the rows): finish commits it, and writes the answer. The
@@ -113,11 +114,6 @@ type Parts func(each func(api.FormPart) error) error
 func (h *Handler) Import(ctx context.Context, acct uuid.UUID, parts Parts, report bool, finish func(ctx context.Context, imp *persistence.ContactImport) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.streamTimeout())
 	defer cancel()
-	imp, err := h.store.BeginImport(ctx, acct, persistence.ImportOptions{Workers: h.opts.ImportWorkers, Report: report})
-	if err != nil {
-		return err
-	}
-	defer imp.Close(ctx)
 	var spool *os.File
 	defer func() {
 		if spool != nil {
@@ -125,8 +121,9 @@ func (h *Handler) Import(ctx context.Context, acct uuid.UUID, parts Parts, repor
 		}
 	}()
 	badGroup := api.Invalid(api.FieldError{Field: "group_id", Message: "must be the id of one of your groups"})
+	var group *uuid.UUID
 	files, groups := 0, 0
-	err = parts(func(p api.FormPart) error {
+	err := parts(func(p api.FormPart) error {
 		switch p.Name {
 		case "group_id":
 			if groups++; groups > 1 {
@@ -140,17 +137,10 @@ func (h *Handler) Import(ctx context.Context, acct uuid.UUID, parts Parts, repor
 			if err != nil {
 				return badGroup
 			}
-			if err := imp.SetGroup(ctx, id); errors.Is(err, persistence.ErrUnknownGroup) {
-				return badGroup
-			} else if err != nil {
-				return err
-			}
+			group = &id
 		case "file":
 			if files++; files > 1 {
 				return api.Invalid(api.FieldError{Field: "file", Message: "is given more than once"})
-			}
-			if groups > 0 {
-				return h.runImport(ctx, imp, p.Body)
 			}
 			var err error
 			if spool, err = os.CreateTemp("", "tuma-import-*.csv"); err != nil {
@@ -163,18 +153,31 @@ func (h *Handler) Import(ctx context.Context, acct uuid.UUID, parts Parts, repor
 		}
 		return nil
 	})
-	if err == nil && spool != nil {
-		if _, err = spool.Seek(0, io.SeekStart); err == nil {
-			err = h.runImport(ctx, imp, spool)
+	if err != nil {
+		return err
+	}
+	if files == 0 {
+		return api.Invalid(api.FieldError{Field: "file", Message: "is required (a CSV file)"})
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("spool import: %w", err)
+	}
+	imp, err := h.store.BeginImport(ctx, acct, persistence.ImportOptions{Workers: h.opts.ImportWorkers, Report: report})
+	if err != nil {
+		return err
+	}
+	defer imp.Close(ctx)
+	if group != nil {
+		if err := imp.SetGroup(ctx, *group); errors.Is(err, persistence.ErrUnknownGroup) {
+			return badGroup
+		} else if err != nil {
+			return err
 		}
 	}
-	switch {
-	case errors.Is(err, contactcsv.ErrNotCSV):
+	if err := h.runImport(ctx, imp, spool); errors.Is(err, contactcsv.ErrNotCSV) {
 		return api.Invalid(api.FieldError{Field: "file", Message: "is not a CSV file (a text file of phone,first_name,last_name rows)"})
-	case err != nil:
+	} else if err != nil {
 		return err
-	case files == 0:
-		return api.Invalid(api.FieldError{Field: "file", Message: "is required (a CSV file)"})
 	}
 	return finish(ctx, imp)
 }
