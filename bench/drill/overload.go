@@ -71,12 +71,16 @@ func overloadDrill(ctx context.Context, r *runner, rec *recorder) error {
 	// The storm, twice: the crowd at 10× the sustainable rate, the hot tenant at 10× its own
 	// limit, open loop (requests keep coming whatever the answers), while operators probe the
 	// node. The first storm fills what the node keeps of recent traffic by design (bounded
-	// caches of recent ids); a leak grows again with the second.
+	// caches of recent ids); a leak grows again with the second. What is bounded but filled
+	// unevenly can grow past the bound once, too: each pooled database connection keeps the
+	// buffers of the largest statement it has sent (pgx), and the second storm may give some
+	// their largest yet. So a second storm past the bound is followed by a third, and only
+	// growth again, with every storm, is a leak.
 	var storms, hotStorms []*storm
 	var ops []opsResult
 	var witnessed []*storm
 	var after []nodeState
-	for range 2 {
+	for len(after) < 2 || len(after) == 2 && after[1].heap-after[0].heap > heapGrowthBound {
 		storm, hotStorm, witness := newStorm(n, crowd, stormSize), newStorm(n, []*tenant{hot}, 1), newStorm(n, []*tenant{witnessT}, stormSize)
 		// The witness's connection is open before the storm: it stands for a client already
 		// connected, not one dialling into the storm's 2,048 new connections (a kernel accept
@@ -139,13 +143,19 @@ func overloadDrill(ctx context.Context, r *runner, rec *recorder) error {
 	rec.value("goroutines after the storms", last.goroutines, "goroutines", extraG <= 50,
 		fmt.Sprintf("%.0f before, %.0f after the first storm, %.0f after the second", base.goroutines, after[0].goroutines, last.goroutines),
 		"≤ before + 50", "goroutines leak")
-	growth := last.heap - after[0].heap
-	rec.value("heap after the storms", growth/(1<<20), "MB", growth <= 16<<20,
-		fmt.Sprintf("%s in use before, %s after the first storm (bounded caches of recent traffic), %s after the second (%+.1f MB)",
-			mb(base.heap), mb(after[0].heap), mb(last.heap), growth/(1<<20)),
-		"second ≤ first + 16 MB", "memory grows with every storm")
+	growth := last.heap - after[len(after)-2].heap
+	detail := fmt.Sprintf("%s in use before, %s after the first storm (bounded caches of recent traffic), %s after the second (%+.1f MB)",
+		mb(base.heap), mb(after[0].heap), mb(after[1].heap), (after[1].heap-after[0].heap)/(1<<20))
+	if len(after) == 3 {
+		detail += fmt.Sprintf(", %s after a third (%+.1f MB)", mb(last.heap), growth/(1<<20))
+	}
+	rec.value("heap after the storms", growth/(1<<20), "MB", growth <= heapGrowthBound, detail,
+		"the last storm ≤ the one before + 16 MB", "memory grows with every storm")
 	return r.checkInvariants(ctx, n, rec, nil, defaultSettling())
 }
+
+// heapGrowthBound is how much the heap in use may grow from one storm to the next.
+const heapGrowthBound = 16 << 20
 
 // stormSize is the recipients of each of the crowd's sends.
 const stormSize = 200
