@@ -47,7 +47,7 @@ func NewReader(r io.Reader, plan *carriers.Plan) (*Reader, error) {
 	if bytes.HasPrefix(head, []byte("\xEF\xBB\xBF")) { // a byte order mark, as spreadsheets write
 		br.Discard(3)
 	}
-	cr := csv.NewReader(textOnly{br})
+	cr := csv.NewReader(&lineEnds{r: textOnly{br}})
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
@@ -79,6 +79,35 @@ func (t textOnly) Read(p []byte) (int, error) {
 		return 0, ErrNotCSV
 	}
 	return n, err
+}
+
+// lineEnds reads every line end as LF: CRLF, and a CR alone, as old Mac programs (and some
+// spreadsheets still) end lines. encoding/csv ends lines at LF only, so such a file was one
+// row: nothing imported, nothing counted as an error.
+type lineEnds struct {
+	r  io.Reader
+	cr bool // the last byte given was a CR (given as LF): an LF right after it is dropped
+}
+
+func (l *lineEnds) Read(p []byte) (int, error) {
+	for {
+		n, err := l.r.Read(p)
+		out := p[:0]
+		for _, b := range p[:n] {
+			if l.cr && b == '\n' {
+				l.cr = false
+				continue
+			}
+			l.cr = b == '\r'
+			if l.cr {
+				b = '\n'
+			}
+			out = append(out, b)
+		}
+		if len(out) > 0 || err != nil || n == 0 {
+			return len(out), err
+		}
+	}
 }
 
 // Next is the next row to stage; ok is false at the end. Blank rows are passed over. A row

@@ -3,8 +3,12 @@ package contactcsv
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"unicode/utf8"
 
 	"github.com/tuma-sms/tuma/carriers"
@@ -95,4 +99,36 @@ func FuzzCSVRows(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Lines ended by a CR alone (old Mac programs) are rows, as LF and CRLF ones are, and keep
+// their line numbers; read a byte at a time too, where a CRLF is split between reads.
+func TestCSVRowsEndedByCR(t *testing.T) {
+	for name, data := range map[string]string{
+		"CR":    "phone,first_name,last_name\r0712000001,A,B\r0712000002,C,D\r0733000003,E,F",
+		"mixed": "phone,first_name,last_name\r\n0712000001,A,B\r0712000002,C,D\n0733000003,E,F\r\n",
+	} {
+		for _, oneByte := range []bool{false, true} {
+			var r io.Reader = strings.NewReader(data)
+			if oneByte {
+				r = iotest.OneByteReader(r)
+			}
+			rows, err := NewReader(r, carriers.DefaultPlan())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for {
+				row, ok, err := rows.Next()
+				if err != nil || !ok {
+					break
+				}
+				got = append(got, fmt.Sprintf("%d %s %s %s", row.Line, row.Phone, row.FirstName, row.Reason))
+			}
+			want := []string{"2 +254712000001 A ", "3 +254712000002 C ", "4 +254733000003 E "}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s (one byte a read: %v): rows %q; want %q", name, oneByte, got, want)
+			}
+		}
+	}
 }
