@@ -230,7 +230,10 @@ func optOutByKeyword(ctx context.Context, tx pgx.Tx, out *InboundResult, acct uu
 		"source": SuppressedByKeyword, "reason": reason, "keyword": m.Keyword, "created_at": created.UTC()})
 }
 
-// optInByKeyword lifts the sender's keyword suppression, if it has one.
+// optInByKeyword lifts the sender's keyword suppression, if it has one, and when the number is
+// then on no list, opts its contacts back in: those the STOP opted out (since the lifted
+// suppression), so campaigns reach them again, as the confirmation says. A contact the
+// account opted out itself (deleted, and on the list as source contact) stays out.
 func optInByKeyword(ctx context.Context, tx pgx.Tx, out *InboundResult, acct uuid.UUID, m InboundMessage) error {
 	var reason string
 	var created, removed time.Time
@@ -243,6 +246,12 @@ func optInByKeyword(ctx context.Context, tx pgx.Tx, out *InboundResult, acct uui
 		return err
 	}
 	out.Lifted = true
+	if _, err := tx.Exec(ctx, `UPDATE contacts SET opted_out_at = NULL
+		WHERE account_id = $1 AND phone = $2 AND opted_out_at >= $3
+			AND NOT EXISTS (SELECT 1 FROM suppressions WHERE account_id = $1 AND nsn = $4)`,
+		acct, m.FromE164(), created, int32(m.From)); err != nil {
+		return err
+	}
 	return queueAccountEvent(ctx, tx, acct, EventOptoutRemoved, map[string]any{"phone": m.FromE164(),
 		"source": SuppressedByKeyword, "reason": reason, "keyword": m.Keyword, "created_at": created.UTC(), "removed_at": removed.UTC()})
 }

@@ -235,3 +235,33 @@ func TestInboundKeywords(t *testing.T) {
 		return false
 	})
 }
+
+// STOP then START: the number's contact is back among the active ones, so its groups'
+// campaigns reach it again, as the START's confirmation says; a contact the account opted out
+// itself stays out whatever the number sends.
+func TestStartOptsTheContactBackIn(t *testing.T) {
+	n := startNode(t, withEnv(fastSims, "TUMA_RATE_LIMIT_RPS", "0"))
+	a := n.register("start-contact@example.com")
+	n.credit(a, "100")
+	if r := n.do("POST", "/admin/accounts/"+a.ID+"/inbound-numbers", map[string]any{"number": "22384", "network": "safaricom"}, adminAuth()...); r.Status != 201 {
+		t.Fatalf("assign = %d %s", r.Status, r.Body)
+	}
+	g := n.group(a, "Club")
+	n.contact(a, g, "0712345678", "Wanjiku", "")
+	n.contact(a, g, "0712345679", "Otieno", "")
+	deleted := n.do("GET", "/contacts?search=0712345679", nil, key(a)...).json(t)["data"].([]any)[0].(map[string]any)["id"].(string)
+	if r := n.do("DELETE", "/contacts/"+deleted, nil, key(a)...); r.Status != 204 {
+		t.Fatalf("delete = %d %s", r.Status, r.Body)
+	}
+	for _, phone := range []string{"0712345678", "0712345679"} {
+		n.mo(phone, "22384", "STOP")
+		n.mo(phone, "22384", "START")
+	}
+	if _, total := n.contacts(a, "?group_id="+g); total != 1 {
+		t.Errorf("the group has %v active contacts after STOP and START; want 1, the one the account did not delete", total)
+	}
+	r := n.do("POST", "/campaigns", map[string]any{"name": "Back", "message": "Hi {first_name}", "group_id": g}, key(a)...)
+	if r.Status != 201 || r.json(t)["total_recipients"] != 1.0 {
+		t.Errorf("a campaign to the group after STOP and START = %d %s; want 1 recipient", r.Status, r.Body)
+	}
+}
