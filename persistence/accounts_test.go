@@ -110,7 +110,7 @@ func TestRefreshTokenRotationAndReuse(t *testing.T) {
 	}
 	now := time.Now()
 	h := func(s string) []byte { x := sha256.Sum256([]byte(s)); return x[:] }
-	if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h("t1"), now.Add(time.Hour)); err != nil {
+	if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h("t1"), now.Add(time.Hour), a.TokenVersion); err != nil {
 		t.Fatal(err)
 	}
 	if id, err := st.RotateRefreshToken(ctx, h("t1"), h("t2"), now, now.Add(time.Hour)); err != nil || id != a.ID {
@@ -127,7 +127,7 @@ func TestRefreshTokenRotationAndReuse(t *testing.T) {
 		t.Errorf("unknown token error = %v; want ErrTokenInvalid", err)
 	}
 	// Expiry.
-	if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h("e1"), now.Add(time.Minute)); err != nil {
+	if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h("e1"), now.Add(time.Minute), a.TokenVersion); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.RotateRefreshToken(ctx, h("e1"), h("e2"), now.Add(2*time.Minute), now.Add(time.Hour)); !errors.Is(err, persistence.ErrTokenInvalid) {
@@ -144,7 +144,7 @@ func TestConcurrentRefreshWithOneTokenRevokesFamily(t *testing.T) {
 	}
 	now := time.Now()
 	h := func(s string) []byte { x := sha256.Sum256([]byte(s)); return x[:] }
-	if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h("r"), now.Add(time.Hour)); err != nil {
+	if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h("r"), now.Add(time.Hour), a.TokenVersion); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -184,7 +184,7 @@ func TestSetPasswordAndSuspensionEndSessions(t *testing.T) {
 	now := time.Now()
 	h := func(s string) []byte { x := sha256.Sum256([]byte(s)); return x[:] }
 	for _, tok := range []string{"s1", "s2"} {
-		if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h(tok), now.Add(time.Hour)); err != nil {
+		if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h(tok), now.Add(time.Hour), a.TokenVersion); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -202,7 +202,7 @@ func TestSetPasswordAndSuspensionEndSessions(t *testing.T) {
 	if _, err := st.RotateRefreshToken(ctx, h("s1"), h("s1b"), now, now.Add(time.Hour)); !errors.Is(err, persistence.ErrTokenInvalid) {
 		t.Errorf("refresh after password change error = %v; want ErrTokenInvalid", err)
 	}
-	if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h("s3"), now.Add(time.Hour)); err != nil {
+	if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h("s3"), now.Add(time.Hour), acc.TokenVersion); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.SetStatus(ctx, a.ID, persistence.StatusSuspended)
@@ -347,5 +347,49 @@ func TestMigrateConcurrentlyAppliesEachMigrationOnce(t *testing.T) {
 	from, to, err := stores[0].Migrate(ctx)
 	if err != nil || from != to {
 		t.Fatalf("second Migrate = %d→%d, %v; want a no-op", from, to, err)
+	}
+}
+
+// A sign-in whose password check overlapped a password change issues no refresh token that
+// outlives the change: issued against the old version, it is refused at once; inserted just
+// after the change revoked the account's tokens (the race), it is refused when used.
+func TestRefreshTokensDoNotOutliveAPasswordChange(t *testing.T) {
+	st, dbURL := pgtest.NewStore(t)
+	ctx := context.Background()
+	a, err := st.CreateAccount(ctx, newAccount("straddle@example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	h := func(s string) []byte { x := sha256.Sum256([]byte(s)); return x[:] }
+	if _, err := st.SetPassword(ctx, a.ID, "$2a$04$changedchangedchangedchangedchangedchangedchangedchang"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h("late"), now.Add(time.Hour), a.TokenVersion); !errors.Is(err, persistence.ErrTokenInvalid) {
+		t.Errorf("a token for the version before the change: %v; want ErrTokenInvalid", err)
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The race: a sign-in's insert that read the old version, committed after the change's
+	// revocation.
+	if _, err := conn.Exec(ctx, `INSERT INTO refresh_tokens (id, account_id, family_id, token_hash, expires_at, token_version)
+		VALUES ($1, $2, $3, $4, $5, $6)`, uuid.New(), a.ID, uuid.New(), h("raced"), now.Add(time.Hour), a.TokenVersion); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RotateRefreshToken(ctx, h("raced"), h("raced-next"), now, now.Add(time.Hour)); !errors.Is(err, persistence.ErrTokenInvalid) {
+		t.Errorf("refresh with a token of the version before the change: %v; want ErrTokenInvalid", err)
+	}
+	// A token of the new version works, and its successor too.
+	if _, err := st.CreateRefreshToken(ctx, a.ID, uuid.Nil, h("new"), now.Add(time.Hour), a.TokenVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RotateRefreshToken(ctx, h("new"), h("new-next"), now, now.Add(time.Hour)); err != nil {
+		t.Errorf("refresh with a token of the current version: %v", err)
+	}
+	if _, err := st.RotateRefreshToken(ctx, h("new-next"), h("new-next-2"), now, now.Add(time.Hour)); err != nil {
+		t.Errorf("refresh with its successor: %v", err)
 	}
 }

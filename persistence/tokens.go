@@ -12,15 +12,20 @@ import (
 )
 
 // CreateRefreshToken stores the hash of a new refresh token, starting a new family when
-// familyID is uuid.Nil. It returns the family id.
-func (s *Store) CreateRefreshToken(ctx context.Context, accountID, familyID uuid.UUID, hash []byte, expiresAt time.Time) (uuid.UUID, error) {
+// familyID is uuid.Nil, for an account whose token version is still version (the one its
+// password was checked against): ErrTokenInvalid when the password has changed since, and
+// the token would outlive the change. It returns the family id.
+func (s *Store) CreateRefreshToken(ctx context.Context, accountID, familyID uuid.UUID, hash []byte, expiresAt time.Time, version int64) (uuid.UUID, error) {
 	if familyID == uuid.Nil {
 		familyID = NewID()
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO refresh_tokens (id, account_id, family_id, token_hash, expires_at)
-		VALUES ($1, $2, $3, $4, $5)`, NewID(), accountID, familyID, hash, expiresAt)
+	tag, err := s.pool.Exec(ctx, `INSERT INTO refresh_tokens (id, account_id, family_id, token_hash, expires_at, token_version)
+		SELECT $1, $2, $3, $4, $5, $6 FROM accounts WHERE id = $2 AND token_version = $6`, NewID(), accountID, familyID, hash, expiresAt, version)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("create refresh token: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return uuid.Nil, ErrTokenInvalid
 	}
 	return familyID, nil
 }
@@ -36,11 +41,13 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash, newHash []byte,
 			familyID          uuid.UUID
 			exp               time.Time
 			usedAt, revokedAt *time.Time
+			version           *int64
+			current           int64
 		)
 		// FOR UPDATE: two concurrent refreshes with one token serialise; the second sees it used.
-		err := tx.QueryRow(ctx, `SELECT account_id, family_id, expires_at, used_at, revoked_at
-			FROM refresh_tokens WHERE token_hash = $1 FOR UPDATE`, oldHash).
-			Scan(&accountID, &familyID, &exp, &usedAt, &revokedAt)
+		err := tx.QueryRow(ctx, `SELECT t.account_id, t.family_id, t.expires_at, t.used_at, t.revoked_at, t.token_version, a.token_version
+			FROM refresh_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.token_hash = $1 FOR UPDATE OF t`, oldHash).
+			Scan(&accountID, &familyID, &exp, &usedAt, &revokedAt, &version, &current)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrTokenInvalid
 		}
@@ -57,12 +64,16 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash, newHash []byte,
 			return err // commit the revocation, then report the reuse
 		case !now.Before(exp):
 			return ErrTokenInvalid
+		case version != nil && *version != current:
+			// Issued before the password last changed (by a sign-in that overlapped the change,
+			// which revoked only the tokens it found): as an access token of that version is.
+			return ErrTokenInvalid
 		}
 		if _, err := tx.Exec(ctx, `UPDATE refresh_tokens SET used_at = $2 WHERE token_hash = $1`, oldHash, now); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO refresh_tokens (id, account_id, family_id, token_hash, expires_at)
-			VALUES ($1, $2, $3, $4, $5)`, NewID(), accountID, familyID, newHash, expiresAt)
+		_, err = tx.Exec(ctx, `INSERT INTO refresh_tokens (id, account_id, family_id, token_hash, expires_at, token_version)
+			VALUES ($1, $2, $3, $4, $5, $6)`, NewID(), accountID, familyID, newHash, expiresAt, current)
 		return err
 	})
 	switch {

@@ -44,7 +44,7 @@ type Store interface {
 	SetPassword(ctx context.Context, id uuid.UUID, hash string) (persistence.Access, error)
 	RotateAPIKey(ctx context.Context, id uuid.UUID, newHash []byte, prefix string) ([]byte, error)
 	SetStatus(ctx context.Context, id uuid.UUID, status persistence.AccountStatus) (persistence.Account, error)
-	CreateRefreshToken(ctx context.Context, accountID, familyID uuid.UUID, hash []byte, expiresAt time.Time) (uuid.UUID, error)
+	CreateRefreshToken(ctx context.Context, accountID, familyID uuid.UUID, hash []byte, expiresAt time.Time, version int64) (uuid.UUID, error)
 	RotateRefreshToken(ctx context.Context, oldHash, newHash []byte, now, expiresAt time.Time) (uuid.UUID, error)
 }
 
@@ -320,7 +320,12 @@ func (h *Handler) issueTokens(ctx context.Context, a persistence.Account, family
 	if err != nil {
 		return tokenPair{}, err
 	}
-	if _, err := h.store.CreateRefreshToken(ctx, a.ID, family, hash, h.now().Add(h.opts.RefreshTokenTTL)); err != nil {
+	_, err = h.store.CreateRefreshToken(ctx, a.ID, family, hash, h.now().Add(h.opts.RefreshTokenTTL), a.TokenVersion)
+	if errors.Is(err, persistence.ErrTokenInvalid) {
+		// The password changed while this sign-in checked the old one.
+		return tokenPair{}, api.NewProblem("invalid_credentials", "the email or password is wrong")
+	}
+	if err != nil {
 		return tokenPair{}, err
 	}
 	return tokenPair{AccessToken: access, RefreshToken: refresh, TokenType: "bearer", ExpiresIn: int(auth.AccessTokenTTL.Seconds())}, nil
