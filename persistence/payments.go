@@ -328,11 +328,15 @@ func creditPayment(ctx context.Context, tx pgx.Tx, p Payment, description string
 }
 
 // PendingSenderFee returns the open checkout of a sender ID's fee started in the last day, or
-// nil: a second pay is given the same checkout, so one fee is never paid twice. Abandoned is
-// open (a checkout left, or an attempt declined, can still be paid).
+// nil: a second pay is given the same checkout, so one fee is rarely paid twice (and a fee
+// paid twice is credited to the wallet). Open is a checkout not yet ended, or one whose last
+// attempt was declined (the payer tries again on the same page); one the payer cancelled or
+// left is not given again (the sandbox's, cancelled, can no longer be paid at all), and the
+// next pay starts a new checkout.
 func (s *Store) PendingSenderFee(ctx context.Context, accountID, senderID uuid.UUID) (*Payment, error) {
 	p, err := scanPayment(s.pool.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments
-		WHERE account_id = $1 AND sender_id = $2 AND purpose = 'sender_id_fee' AND status IN ('pending', 'abandoned')
+		WHERE account_id = $1 AND sender_id = $2 AND purpose = 'sender_id_fee'
+			AND (status = 'pending' OR status = 'abandoned' AND failure_reason = 'declined')
 			AND access_code IS NOT NULL AND created_at > now() - interval '1 day'
 		ORDER BY id DESC LIMIT 1`, accountID, senderID))
 	if errors.Is(err, pgx.ErrNoRows) {

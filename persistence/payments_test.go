@@ -255,8 +255,9 @@ func TestOpenPaymentsTakeTurns(t *testing.T) {
 	}
 }
 
-// A sender fee's checkout left (abandoned: closed, or an attempt declined) is still the one a
-// second pay gets: it can still be paid, and a second checkout could be paid too.
+// A sender fee's checkout whose last attempt was declined is still the one a second pay gets:
+// the payer tries again on it. One the payer cancelled is not: the next pay starts a new one
+// (the sandbox's cancelled checkout can no longer be paid; every pay led back to it for a day).
 func TestPendingSenderFeeIncludesAbandoned(t *testing.T) {
 	st, _, a, sender, p := feeFixture(t, "fee-again@example.com")
 	ctx := context.Background()
@@ -268,7 +269,13 @@ func TestPendingSenderFeeIncludesAbandoned(t *testing.T) {
 	}
 	open, err := st.PendingSenderFee(ctx, a.ID, sender)
 	if err != nil || open == nil || open.Reference != p.Reference {
-		t.Fatalf("the open fee checkout = %+v, %v; want the abandoned one, %s", open, err, p.Reference)
+		t.Fatalf("the open fee checkout = %+v, %v; want the declined one, %s", open, err, p.Reference)
+	}
+	if _, err := st.MarkPayment(ctx, p.Reference, persistence.PaymentAbandoned, "cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	if open, err := st.PendingSenderFee(ctx, a.ID, sender); err != nil || open != nil {
+		t.Errorf("the open fee checkout after the payer cancelled = %+v, %v; want none", open, err)
 	}
 }
 
