@@ -436,14 +436,18 @@ func (h *rejectedRows) advance() error {
 	return nil
 }
 
-// Commit makes the import durable: every transaction commits, at once.
+// Commit makes the import durable: the workers' transactions commit together, then the lead's,
+// which holds the account's lock. Released first (all at once), the lock let the next import
+// or add of the account look for phones before the other workers' rows were visible, and meet
+// them in the unique key: a 500 for two imports of one file at once.
 func (imp *ContactImport) Commit(ctx context.Context) error {
 	errs := make([]error, len(imp.workers))
 	var wg sync.WaitGroup
-	for i, w := range imp.workers {
-		wg.Go(func() { errs[i] = w.tx.Commit(ctx) })
+	for i, w := range imp.workers[1:] {
+		wg.Go(func() { errs[i+1] = w.tx.Commit(ctx) })
 	}
 	wg.Wait()
+	errs[0] = imp.workers[0].tx.Commit(ctx)
 	imp.committed = true
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("commit import: %w", err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -82,5 +83,37 @@ func TestSlowUploadOutlastsTheReadTimeout(t *testing.T) {
 	answer, _ := io.ReadAll(conn)
 	if !bytes.HasPrefix(answer, []byte("HTTP/1.1 200")) || !bytes.Contains(answer, []byte(`"imported":1000`)) {
 		t.Errorf("a 33-second upload = %.600s; want 200 with 1000 imported", answer)
+	}
+}
+
+// The same file imported twice at once (a double click, a client's retry) is imported once
+// and skipped once, never a 500: the second import could look for phones before all of the
+// first's rows were visible, and meet them in the unique key.
+func TestTheSameImportTwiceAtOnce(t *testing.T) {
+	n := startNode(t, map[string]string{"TUMA_IMPORT_WORKERS": "4"})
+	var csv bytes.Buffer
+	csv.WriteString("phone,first_name\n")
+	for i := range 3000 {
+		fmt.Fprintf(&csv, "0712%06d,Ann\n", i)
+	}
+	for k := range 8 {
+		a := n.register(fmt.Sprintf("twice-%d@example.com", k))
+		answers := make([]response, 2)
+		var wg sync.WaitGroup
+		for i := range answers {
+			wg.Go(func() { answers[i] = n.importCSV(a, csv.Bytes(), "", "") })
+		}
+		wg.Wait()
+		imported, skipped := 0.0, 0.0
+		for _, r := range answers {
+			if r.Status != 200 {
+				t.Fatalf("account %d: an import = %d %s; want 200", k, r.Status, r.Body)
+			}
+			imported += r.json(t)["imported"].(float64)
+			skipped += r.json(t)["skipped"].(float64)
+		}
+		if imported != 3000 || skipped != 3000 {
+			t.Errorf("account %d: %v imported and %v skipped between the two; want 3000 and 3000", k, imported, skipped)
+		}
 	}
 }
