@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -240,6 +241,10 @@ func TestContactsTemplateAndExport(t *testing.T) {
 	exp := n.do("GET", "/contacts/export?group_id="+g, nil, key(a)...)
 	if exp.Status != 200 || !strings.HasPrefix(exp.Header.Get("Content-Disposition"), "attachment;") {
 		t.Fatalf("export = %d %v", exp.Status, exp.Header)
+	}
+	// Written whole before it is sent: its length is known, so a download cut short shows.
+	if cl := exp.Header.Get("Content-Length"); cl != strconv.Itoa(len(exp.Body)) {
+		t.Errorf("export Content-Length %q for a body of %d bytes; want the file's length", cl, len(exp.Body))
 	}
 	rows, err := csv.NewReader(bytes.NewReader(exp.Body)).ReadAll()
 	if err != nil || len(rows) != 300 || rows[0][0] != "phone" {
