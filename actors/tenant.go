@@ -325,6 +325,9 @@ func (t *tenantActor) loadedState(ctx actor.Context, msg *tenantLoaded) {
 	t.optOut, t.quiet = st.OptOutText, st.Quiet
 	t.adoptSuppressed(st.Suppressed, msg.gen)
 	t.adopt(st.Wallet)
+	// A balance that recovered while no tenant was here to hear of it (a credit's news is
+	// dropped when the account has no tenant): the next crossing notifies again.
+	t.rearmLowBalance(ctx)
 	first := !t.loaded
 	t.loaded = true
 	t.checkQuiet(ctx)

@@ -114,3 +114,36 @@ func TestSendOfATakenMessageIDIsRefused(t *testing.T) {
 		t.Errorf("the next send: %v", err)
 	}
 }
+
+// A balance that recovered while the account had no tenant to hear of it (a credit's news is
+// dropped then) re-arms the alert when a tenant next loads the account: the next crossing is
+// notified as the first was (it was swallowed).
+func TestLowBalanceRearmsOnLoadAfterARecovery(t *testing.T) {
+	w := newWorld(t, actors.Options{LowBalanceCents: 1_000_000}, nil)
+	acct := w.account(1_000_030) // one message (50 cents) takes it under
+	notices := func() int64 {
+		return w.sqlInt(`SELECT count(*) FROM notifications WHERE account_id = $1 AND type = 'low_balance'`, acct)
+	}
+	if _, err := w.send(acct, recipients(1, 0, 5), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the first low_balance notification", func() (bool, string) {
+		return notices() == 1, fmt.Sprint(notices())
+	})
+	// A credit the tenant does not hear of, then a new incarnation of the tenant.
+	if _, err := w.st.Credit(context.Background(), persistence.NewCredit{AccountID: acct, Cents: 100, Type: "topup", Description: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if !actors.PanicTenant(w.eng, acct) {
+		t.Fatal("the account has no tenant")
+	}
+	// 1,000,080 after the credit: one message keeps it over, the next takes it under again.
+	for i := range 2 {
+		if _, err := w.send(acct, recipients(1, 0, uint64(6+i)), "hello"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "a second low_balance notification", func() (bool, string) {
+		return notices() == 2, fmt.Sprint(notices())
+	})
+}
