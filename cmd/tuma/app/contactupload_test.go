@@ -47,7 +47,7 @@ func TestStalledImportUploadHoldsNothing(t *testing.T) {
 // nothing.
 func TestSlowUploadOutlastsTheReadTimeout(t *testing.T) {
 	if testing.Short() {
-		t.Skip("takes 33 s: the read timeout is the server's 30 s")
+		t.Skip("skipped with -short: it takes 33 s (the server's read timeout is 30 s)")
 	}
 	n := startNode(t, nil)
 	a := n.register("slow-upload@example.com")
