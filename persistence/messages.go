@@ -170,8 +170,8 @@ func (s *Store) ListMessages(ctx context.Context, accountID uuid.UUID, f Message
 		to, idTo := len(args)-1, len(args)
 		where = append(where, fmt.Sprintf("m.created_at < $%d", to))
 		bound = fmt.Sprintf(" AND m.id < $%d", idTo)
-		late = fmt.Sprintf(`jobs lj JOIN messages m ON m.account_id = lj.account_id AND m.id >= $%[2]d AND m.id <= lj.last_message_id
-			AND m.job_id = lj.id`, to, idTo)
+		late = fmt.Sprintf(`jobs lj JOIN messages m ON m.account_id = lj.account_id AND m.id >= $%d AND m.id <= lj.last_message_id
+			AND m.job_id = lj.id`, idTo)
 		if f.Reference != nil {
 			late += " JOIN jobs j ON j.id = m.job_id"
 		}

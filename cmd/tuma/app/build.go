@@ -185,7 +185,7 @@ func (a *App) frontDoor(provider wallet.Provider, sandboxOn bool, docs *document
 		Webhooks: payments.Schemes{payments.PaystackHMAC{Secret: []byte(cfg.PaymentSecretKey)}}, Keys: keys, Lists: lists,
 	})
 	book := contacts.New(contacts.Options{RequestTimeout: cfg.RequestTimeout, ImportWorkers: cfg.ImportWorkers}, contacts.Deps{
-		Log: log, Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan,
+		Store: a.store, Tenants: a.engine, Lists: lists, Plan: plan,
 	})
 	drives := campaigns.New(campaigns.Deps{Store: a.store, Engine: a.engine, Keys: keys, Lists: lists, Plan: plan, Now: a.now})
 	sending := sms.New(sms.Options{DeliveryRate: perPeriod(cfg.DeliveryChecksPerMinute, time.Minute)}, sms.Deps{

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -49,7 +48,6 @@ type Tenants interface {
 
 // Deps are the collaborators of the endpoints.
 type Deps struct {
-	Log     *slog.Logger
 	Store   Store
 	Tenants Tenants
 	Lists   api.Lists
@@ -59,7 +57,6 @@ type Deps struct {
 // Handler serves the endpoints.
 type Handler struct {
 	opts    Options
-	log     *slog.Logger
 	store   Store
 	tenants Tenants
 	lists   api.Lists
@@ -68,7 +65,7 @@ type Handler struct {
 
 // New returns the endpoints.
 func New(opts Options, d Deps) *Handler {
-	return &Handler{opts: opts, log: d.Log, store: d.Store, tenants: d.Tenants, lists: d.Lists, plan: d.Plan}
+	return &Handler{opts: opts, store: d.Store, tenants: d.Tenants, lists: d.Lists, plan: d.Plan}
 }
 
 // Register adds the routes.
